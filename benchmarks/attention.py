@@ -22,6 +22,7 @@ Usage::
     python benchmarks/attention.py --lengths 96 384 --methods sdpa prob
     python benchmarks/attention.py --markdown benchmarks/results/attention_cpu.csv
     python benchmarks/attention.py --update benchmarks/results/attention_cpu.csv   # redo disturbed rows
+    python benchmarks/attention.py --compare prob sdpa --lengths 1536 6144 --modes train
 
 On a shared machine other processes distort timings (on 2 cores a busy neighbour
 stalls every parallel region). Before each case the script waits for the CPU to
@@ -62,9 +63,8 @@ COLUMNS = (
 # ------------------------------------------------------------------------- worker side
 
 
-def _build_case(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[], None] | None]:
-    """Inputs and the function to time, as the worker process builds them."""
-    import torch
+def _make_attention(method: str, causal: bool, length: int, seed: int, device: Any) -> Callable[..., Any]:
+    """The attention function a method name stands for."""
     import torch.nn.functional as F
 
     from forecast.layers.attention import (
@@ -74,6 +74,29 @@ def _build_case(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[], N
         dense_masked_attention,
     )
     from forecast.layers.masks import causal_mask, logsparse_mask
+
+    if method == "sdpa":
+        return FullAttention(causal=causal)
+    if method == "prob":
+        return ProbSparseAttention(factor=5, causal=causal, seed=seed)
+    if method == "logsparse":
+        return LogSparseAttention()
+    if method in ("naive", "naive_logmask"):
+        mask = logsparse_mask(length, device=device) if method == "naive_logmask" else None
+        if method == "naive" and causal:
+            mask = causal_mask(length, length, device)
+        return lambda q, k, v: dense_masked_attention(q, k, v, mask)
+    if method == "sdpa_logmask":
+        logmask = logsparse_mask(length, device=device)
+        return lambda q, k, v: F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=logmask  # [B, H, L, E]
+        ).transpose(1, 2)
+    raise ValueError(f"unknown method {method!r}")
+
+
+def _build_case(spec: dict[str, Any]) -> tuple[dict[str, Callable[[], None]], Callable[[], None] | None]:
+    """Inputs and one step function per method (``spec['methods']`` or ``spec['method']``)."""
+    import torch
 
     device = torch.device(spec["device"])
     dtype = getattr(torch, spec["dtype"])
@@ -85,41 +108,27 @@ def _build_case(spec: dict[str, Any]) -> tuple[Callable[[], Any], Callable[[], N
     )
     upstream = torch.randn(shape, generator=generator, dtype=dtype).to(device) if train else None
     if spec["kind"] == "baseline":
-        return (lambda: None), None
+        return {}, None
 
-    length, causal, method = spec["length"], spec["causal"], spec["method"]
-    if method == "sdpa":
-        module: Any = FullAttention(causal=causal)
-    elif method == "prob":
-        module = ProbSparseAttention(factor=5, causal=causal, seed=spec["seed"])
-    elif method == "logsparse":
-        module = LogSparseAttention()
-    elif method in ("naive", "naive_logmask"):
-        mask = logsparse_mask(length, device=device) if method == "naive_logmask" else None
-        if method == "naive" and causal:
-            mask = causal_mask(length, length, device)
-        module = lambda q, k, v: dense_masked_attention(q, k, v, mask)  # noqa: E731
-    elif method == "sdpa_logmask":
-        logmask = logsparse_mask(length, device=device)
-        module = lambda q, k, v: F.scaled_dot_product_attention(  # noqa: E731
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=logmask  # [B, H, L, E]
-        ).transpose(1, 2)
-    else:
-        raise ValueError(f"unknown method {method!r}")
-    if isinstance(module, torch.nn.Module):
-        module.train(train)
+    def make_step(method: str) -> Callable[[], None]:
+        attention = _make_attention(method, spec["causal"], spec["length"], spec["seed"], device)
+        if isinstance(attention, torch.nn.Module):
+            attention.train(train)
 
-    def step() -> None:
-        if train:
-            for tensor in (q, k, v):
-                tensor.grad = None
-            module(q, k, v).backward(upstream)
-        else:
-            with torch.no_grad():
-                module(q, k, v)
+        def step() -> None:
+            if train:
+                for tensor in (q, k, v):
+                    tensor.grad = None
+                attention(q, k, v).backward(upstream)
+            else:
+                with torch.no_grad():
+                    attention(q, k, v)
 
+        return step
+
+    methods = spec.get("methods") or [spec["method"]]
     synchronize = torch.cuda.synchronize if device.type == "cuda" else None
-    return step, synchronize
+    return {method: make_step(method) for method in methods}, synchronize
 
 
 def _peak_mb(device: str) -> float:
@@ -171,25 +180,45 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one case in this process.
 
     ``spec['kind']`` is ``"baseline"`` (build the inputs, report the peak memory),
-    ``"memory"`` (one step, report the peak memory) or ``"time"`` (warm-up and timed
-    repeats).
+    ``"memory"`` (one step, report the peak memory), ``"time"`` (warm-up and timed
+    repeats) or ``"paired"`` (``spec['methods']`` timed in alternation).
     """
     import torch
 
     if spec["threads"]:
         torch.set_num_threads(spec["threads"])
     _warm_up_runtime()
-    step, synchronize = _build_case(spec)
+    steps, synchronize = _build_case(spec)
     if spec["kind"] == "memory":
-        step()
-    if spec["kind"] != "time":
+        steps[spec["method"]]()
+    if spec["kind"] in ("baseline", "memory"):
         return {"peak_mb": _peak_mb(spec["device"])}
-    def timed_step() -> float:
+
+    def timed(step: Callable[[], None]) -> float:
         begin = time.perf_counter()
         step()
         if synchronize is not None:
             synchronize()
         return time.perf_counter() - begin
+
+    if spec["kind"] == "paired":
+        # Alternate the methods on the same inputs, so that a machine whose speed
+        # drifts over minutes slows them alike.
+        started = time.perf_counter()
+        busy_before, own_before = _busy_cpu_seconds(), _own_cpu_seconds()
+        for step in steps.values():
+            timed(step)
+        rounds: dict[str, list[float]] = {method: [] for method in steps}
+        for _ in range(spec["repeats"]):
+            for method, step in steps.items():
+                rounds[method].append(timed(step))
+        medians = {method: statistics.median(times) * 1e3 for method, times in rounds.items()}
+        return {**medians, "others_cpu": _others_cpu(busy_before, own_before, time.perf_counter() - started)}
+
+    step = steps[spec["method"]]
+
+    def timed_step() -> float:
+        return timed(step)
 
     times: list[float] = []
     started = time.perf_counter()
@@ -351,6 +380,39 @@ def measure(args: argparse.Namespace, cases: list[Case], on_row: Callable[[dict[
         on_row(row)
 
 
+def compare(args: argparse.Namespace) -> str:
+    """Markdown table of paired timings: ``--compare FAST SLOW`` alternated in one process per L."""
+    fast, slow = args.compare
+    causal_settings = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    lines = [f"Paired medians over {args.repeats} alternating rounds, {args.threads or 'default'} thread(s): "
+             f"`{' '.join(['python', os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])}`", "",
+             f"| mode | L | masking | {fast} ms | {slow} ms | {slow} / {fast} | others' CPU |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for mode in args.modes:
+        for length in args.lengths:
+            for causal in causal_settings:
+                if not causal and ({fast, slow} & CAUSAL_ONLY):
+                    continue
+                spec = {
+                    "batch": args.batch, "heads": args.heads, "head_dim": args.head_dim, "length": length,
+                    "mode": mode, "dtype": args.dtype, "device": args.device, "seed": args.seed,
+                    "threads": args.threads, "repeats": args.repeats, "kind": "paired",
+                    "methods": [fast, slow], "causal": causal,
+                }
+                _wait_for_quiet(args.busy_threshold, args.quiet_wait)
+                result = _subprocess(spec, args.timeout)
+                others = result.get("others_cpu")
+                masking = "causal" if causal else "non-causal"
+                if result["status"] != "ok":
+                    lines.append(f"| {mode} | {length} | {masking} | {result['status']} | | | |")
+                    continue
+                share = "" if others is None else f"{others:.2f}"
+                lines.append(f"| {mode} | {length} | {masking} | {result[fast]:,.1f} | {result[slow]:,.1f} | "
+                             f"{result[slow] / result[fast]:.1f}x | {share} |")
+                print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines) + "\n"
+
+
 def _disturbed(row: dict[str, Any], threshold: float) -> bool:
     """A row worth measuring again: failed, or other processes competed for the CPU."""
     if row["status"].startswith("skipped"):
@@ -478,6 +540,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def _times(ratio: float | None, digits: int) -> str:
+    return "not measured" if ratio is None else f"{ratio:.{digits}f}x"
+
+
 def _targets(rows: list[dict[str, Any]], lengths: list[int]) -> str:
     table = _lookup(rows)
 
@@ -509,7 +575,7 @@ def _targets(rows: list[dict[str, Any]], lengths: list[int]) -> str:
     speed = ratio("sdpa_logmask", "logsparse", True, 1536)
     speed_forward = ratio("sdpa_logmask", "logsparse", True, 1536, mode="forward")
     body.append(["LogSparse vs SDPA with the same boolean mask at L=1536", ">= 3x",
-                 "-" if speed is None else f"{speed:.1f}x (forward only: {speed_forward:.1f}x)", verdict(speed, 3.0)])
+                 "-" if speed is None else f"{speed:.1f}x (forward only: {_times(speed_forward, 1)})", verdict(speed, 3.0)])
     memory = ratio("naive_logmask", "logsparse", True, 1536, column="peak_mb")
     memory_forward = ratio("naive_logmask", "logsparse", True, 1536, column="peak_mb", mode="forward")
     naive = table.get(("naive_logmask", True, "train", 1536))
@@ -519,7 +585,7 @@ def _targets(rows: list[dict[str, Any]], lengths: list[int]) -> str:
     floor = 4 * int(first["batch"]) * 1536 * int(first["heads"]) * int(first["head_dim"]) * element / 2**20
     ceiling = "" if not naive or naive["peak_mb"] is None else f"; the floor of {floor:.0f} MB caps it at {naive['peak_mb'] / floor:.0f}x"
     body.append(["LogSparse peak memory vs naive dense-masked at L=1536", ">= 20x less",
-                 "-" if memory is None else f"{memory:.0f}x less{ceiling} (forward only: {memory_forward:.0f}x less)",
+                 "-" if memory is None else f"{memory:.0f}x less{ceiling} (forward only: {_times(memory_forward, 0)})",
                  verdict(memory, 20.0)])
     return _table(["target", "goal", "measured", "verdict"], body)
 
@@ -559,6 +625,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--markdown", type=Path, metavar="CSV", help="only print the tables for an existing CSV")
     parser.add_argument("--update", type=Path, metavar="CSV",
                         help="re-measure the failed rows of an existing CSV and those disturbed by other processes")
+    parser.add_argument("--redo", nargs="+", default=[], choices=METHODS, metavar="METHOD",
+                        help="with --update: also re-measure every row of these methods (after changing them)")
+    parser.add_argument("--compare", nargs=2, choices=METHODS, metavar=("FAST", "SLOW"),
+                        help="only time FAST against SLOW, alternating them in one process per length "
+                             "(robust to a machine whose speed drifts); prints a table, writes no CSV")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -571,6 +642,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.markdown:
         print(markdown(read_csv(args.markdown)))
         return
+    if args.compare:
+        print(compare(args))
+        return
     if args.update:
         output = args.update
         rows = read_csv(output)
@@ -579,7 +653,10 @@ def main(argv: list[str] | None = None) -> None:
         args.dtype, args.device, args.seed = first["dtype"], first["device"], int(first["seed"])
         args.threads = int(first["threads"])
         position = {(r["mode"], r["length"], r["causal"], r["method"]): i for i, r in enumerate(rows)}
-        cases = [key for key, i in position.items() if _disturbed(rows[i], args.busy_threshold)]
+        cases = [
+            key for key, i in position.items()
+            if _disturbed(rows[i], args.busy_threshold) or (key[3] in args.redo and not rows[i]["status"].startswith("skipped"))
+        ]
         print(f"re-measuring {len(cases)} disturbed or failed rows of {output}", file=sys.stderr)
 
         def replace(row: dict[str, Any]) -> None:

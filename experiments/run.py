@@ -55,6 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--loss", default="mse")
     parser.add_argument("--num-workers", type=int, default=0)
     parser.add_argument("--precision", default=None)
+    parser.add_argument("--checkpoint-every-n-steps", type=int, default=100,
+                        help="also checkpoint mid-epoch, so a killed run loses at most this many steps")
     parser.add_argument("--results", type=Path, default=None,
                         help="results CSV (default experiments/results/<dataset>.csv)")
     parser.add_argument("--runs-dir", type=Path, default=HERE / "runs")
@@ -69,6 +71,7 @@ def experiment_from_args(args: argparse.Namespace) -> Experiment:
         max_epochs=args.max_epochs, patience=args.patience, batch_size=args.batch_size,
         learning_rate=args.learning_rate, lr_schedule=args.lr_schedule, loss=args.loss,
         seed=args.seed, num_workers=args.num_workers, precision=args.precision,
+        checkpoint_every_n_steps=args.checkpoint_every_n_steps,
     )
     return Experiment(
         dataset=args.dataset, model=args.model, features=args.features, target=args.target,

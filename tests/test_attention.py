@@ -26,6 +26,7 @@ from forecast.layers.attention import (
     _CausalRunningAverage,
     _ShiftedScores,
     _ShiftedWeightedSum,
+    _running_sum,
     build_attention,
     dense_masked_attention,
     draw_key_sample,
@@ -328,11 +329,15 @@ def test_logsparse_kernels_pass_gradcheck() -> None:
         assert torch.autograd.gradcheck(lambda b: _CausalRunningAverage.apply(b, normalize), (v,))
 
 
-def test_running_average_matches_cumsum_across_scan_blocks() -> None:
-    values = _randn(2, 300, 3, 2, seed=8)
-    counts = torch.arange(1, 301, dtype=F64).view(300, 1, 1)
+@pytest.mark.parametrize("length", [1, 2, 5, 16, 17, 300])
+def test_running_sums_match_cumsum_across_scan_blocks(length: int) -> None:
+    values = _randn(2, length, 3, 2, seed=8)
+    weights = _randn(length, seed=9)
+    counts = torch.arange(1, length + 1, dtype=F64).view(length, 1, 1)
     torch.testing.assert_close(_CausalRunningAverage.apply(values, False), values.cumsum(1))
     torch.testing.assert_close(_CausalRunningAverage.apply(values, True), values.cumsum(1) / counts)
+    reverse = _running_sum(values, reverse=True, weights=weights)
+    torch.testing.assert_close(reverse, (values * weights.view(length, 1, 1)).flip(1).cumsum(1).flip(1))
 
 
 def test_logsparse_refuses_cross_attention() -> None:

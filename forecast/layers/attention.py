@@ -242,12 +242,13 @@ def draw_key_sample(
 def _query_blocks(queries: Tensor, n_blocks: int, block: int) -> Tensor:
     """Queries regrouped as ``[B, n_blocks, H, G, E]`` (zero rows pad the last block), in one copy."""
     batch, query_len, heads, head_dim = queries.shape
-    blocks = queries.new_zeros(batch, n_blocks, heads, block, head_dim)
+    blocks = queries.new_empty(batch, n_blocks, heads, block, head_dim)
     full = query_len // block
     position_major = blocks.transpose(2, 3)  # [B, n_blocks, G, H, E] view of the same memory
     position_major[:, :full] = queries[:, : full * block].view(batch, full, block, heads, head_dim)
     if full < n_blocks:
         position_major[:, full, : query_len - full * block] = queries[:, full * block :]
+        position_major[:, full, query_len - full * block :] = 0
     return blocks
 
 
@@ -281,32 +282,45 @@ def sparsity_measurement(queries: Tensor, keys: Tensor, sample: KeySample, scale
     return measurement.reshape(batch, heads, n_blocks * block)[:, :, :query_len]  # [B, H, L]
 
 
-def _running_sum(values: Tensor, reverse: bool = False) -> Tensor:
+def _running_sum(values: Tensor, reverse: bool = False, weights: Tensor | None = None) -> Tensor:
     """Cumulative sum of ``[B, S, ...]`` over S (``reverse``: from the end), in float32 or wider.
 
-    A blocked scan: a loop over the ~sqrt(S) positions of a block, vectorized over
-    all blocks, then one carry per block. ``torch.cumsum`` over a non-last dimension
-    is about 6x slower on CPU and made the masked ProbSparse slower than its attention.
+    ``weights`` (``[S]``) multiplies each position first. A blocked scan: a loop over
+    the ~sqrt(S) positions of a block, vectorized over all blocks, then one carry per
+    block. ``torch.cumsum`` over a non-last dimension is about 6x slower on CPU and
+    made the masked ProbSparse slower than its attention.
     """
     batch, length = values.shape[:2]
     width = values[0, 0].numel()
     block = math.ceil(math.sqrt(length))
-    n_blocks = math.ceil(length / block)
-    scan = values.new_zeros(batch, n_blocks * block, width, dtype=_accumulation_dtype(values.dtype))
-    scan[:, :length] = values.reshape(batch, length, width)
-    scan = scan.view(batch, n_blocks, block, width)  # [B, n_blocks, block, N]
+    full, ragged = divmod(length, block)
+    result = values.new_empty(values.shape, dtype=_accumulation_dtype(values.dtype))
+    flat = result.view(batch, length, width)  # [B, S, N]
+    if weights is None:
+        flat.copy_(values.reshape(batch, length, width))
+    else:
+        torch.mul(values.reshape(batch, length, width), weights.view(length, 1), out=flat)
+    # The partial block sits where the scan ends: last when forward, first when reverse.
+    partial = flat[:, :ragged] if reverse else flat[:, full * block :]  # [B, ragged, N]
+    blocks = flat[:, ragged:] if reverse else flat[:, : full * block]
+    blocks = blocks.view(batch, full, block, width)  # [B, full, block, N]
     if reverse:
         for position in range(block - 2, -1, -1):
-            scan[:, :, position] += scan[:, :, position + 1]
-        totals = scan[:, :, 0]  # [B, n_blocks, N]
+            blocks[:, :, position] += blocks[:, :, position + 1]
+        for position in range(ragged - 2, -1, -1):
+            partial[:, position] += partial[:, position + 1]
+        totals = blocks[:, :, 0]  # [B, full, N]
         carry = totals.flip(1).cumsum(1).flip(1) - totals
     else:
         for position in range(1, block):
-            scan[:, :, position] += scan[:, :, position - 1]
-        totals = scan[:, :, -1]
+            blocks[:, :, position] += blocks[:, :, position - 1]
+        for position in range(1, ragged):
+            partial[:, position] += partial[:, position - 1]
+        totals = blocks[:, :, -1]
         carry = totals.cumsum(1) - totals
-    scan += carry.unsqueeze(2)
-    return scan.view(batch, n_blocks * block, *values.shape[2:])[:, :length]
+    partial += totals.sum(dim=1, keepdim=True)  # before the blocks change: totals is a view
+    blocks += carry.unsqueeze(2)
+    return result
 
 
 class _CausalRunningAverage(torch.autograd.Function):
@@ -324,10 +338,11 @@ class _CausalRunningAverage(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        inverse_counts = None
         if ctx.normalize:
             counts = torch.arange(1, grad.shape[1] + 1, device=grad.device, dtype=_accumulation_dtype(grad.dtype))
-            grad = grad / counts.view(-1, *([1] * (grad.dim() - 2)))
-        return _running_sum(grad, reverse=True).to(ctx.dtype), None
+            inverse_counts = counts.reciprocal()
+        return _running_sum(grad, reverse=True, weights=inverse_counts).to(ctx.dtype), None
 
 
 def _log_count(factor: int, length: int) -> int:
