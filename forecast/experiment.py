@@ -32,7 +32,7 @@ from forecast.data import WindowDataModule
 from forecast.errors import ConfigError
 from forecast.models import DataSpec, build_model
 from forecast.module import ForecastModule
-from forecast.results import append_row, has_row
+from forecast.results import PROBABILISTIC_COLUMNS, append_row, has_row
 from forecast.training import (
     TrainClock,
     TrainingConfig,
@@ -177,6 +177,7 @@ def run_experiment(
         train_seconds=round(clock.seconds, 1), device=device_description(trainer),
         version=forecast.__version__, commit=git_commit(),
         command=command,
+        **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},
     )
     if not trainer.is_global_zero:  # under DDP every process tests; one writes the row
         return row

@@ -50,7 +50,7 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 PUBLISHED_COLUMNS = ("dataset", "features", "pred_len", "model", "published_as", "mse", "mae", "source")
 NOT_RUN = "not run"
 MISSING = "–"
-MODEL_ORDER = ("informer", "transformer", "logsparse", "naive")
+MODEL_ORDER = ("informer", "transformer", "logsparse", "seasonal_naive", "naive")
 FEATURE_NAMES = {"M": "multivariate", "S": "univariate", "MS": "multivariate in, univariate out"}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -14,16 +15,26 @@ COLUMNS = [
     "dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed",
     "mse", "mae", "mse_orig", "mae_orig", "n_test_windows", "epochs", "best_epoch",
     "train_seconds", "device", "version", "commit", "options", "command",
+    # Probabilistic models only (blank for point forecasts): rho-risks and 80% interval coverage.
+    "rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig", "coverage_0.8",
 ]
+PROBABILISTIC_COLUMNS = COLUMNS[COLUMNS.index("rho_risk_0.5"):]
 KEY = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "options"]
 
 
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
-    """All rows of a results CSV (an empty frame with the columns when it does not exist)."""
+    """All rows of a results CSV (an empty frame with the columns when it does not exist).
+
+    Blank probabilistic metrics (point-forecast rows) read as NaN.
+    """
     path = Path(path)
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
-    return pd.read_csv(path, keep_default_na=False, dtype={"options": str, "command": str})
+    frame = pd.read_csv(path, keep_default_na=False, dtype={"options": str, "command": str})
+    for column in PROBABILISTIC_COLUMNS:
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
+    return frame
 
 
 def has_row(path: str | os.PathLike, key: dict[str, Any]) -> bool:
@@ -42,15 +53,15 @@ def append_row(path: str | os.PathLike, row: dict[str, Any]) -> None:
     mid-write never leaves a torn CSV and never loses earlier rows."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    missing = set(COLUMNS) - row.keys()
+    missing = set(COLUMNS) - set(PROBABILISTIC_COLUMNS) - row.keys()
     if missing:
         raise ValueError(f"results row lacks {sorted(missing)}")
-    existing = path.read_text() if path.exists() else ""
+    existing = _in_current_columns(path) if path.exists() else ""
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", newline="") as out:
             out.write(existing)
-            writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore",
+            writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", restval="",
                                     lineterminator="\n")
             if not existing:
                 writer.writeheader()
@@ -61,3 +72,20 @@ def append_row(path: str | os.PathLike, row: dict[str, Any]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _in_current_columns(path: Path) -> str:
+    """The file's text, its rows carried over to :data:`COLUMNS` when it was written with fewer."""
+    text = path.read_text()
+    header = text.split("\n", 1)[0].split(",")
+    if header == COLUMNS or not text:
+        return text
+    unknown = set(header) - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"{path} has columns {sorted(unknown)} that results files do not have; "
+                         "Fix: write these rows to another file.")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(csv.DictReader(io.StringIO(text)))
+    return buffer.getvalue()

@@ -43,6 +43,19 @@ def test_append_row_keeps_earlier_rows_and_leaves_no_temp_files(tmp_path):
     assert has_row(path, key) and not has_row(path, row(seed=2))
 
 
+def test_append_row_carries_rows_of_the_older_format_over_to_every_column(tmp_path):
+    path = tmp_path / "toy.csv"
+    older = COLUMNS[: COLUMNS.index("rho_risk_0.5")]
+    path.write_text(",".join(older) + "\n" + ",".join(str(row(seed=0, mse=0.5)[c]) for c in older) + "\n")
+    append_row(path, row(seed=1, mse=0.25, **{"rho_risk_0.9": 0.125}))
+    frame = read_results(path)
+    assert list(frame.columns) == COLUMNS and frame["mse"].tolist() == [0.5, 0.25]
+    np.testing.assert_array_equal(frame["rho_risk_0.9"], [np.nan, 0.125])
+    (tmp_path / "alien.csv").write_text("dataset,surprise\ntoy,1\n")
+    with pytest.raises(ValueError, match="surprise"):
+        append_row(tmp_path / "alien.csv", row(seed=2))
+
+
 def test_append_row_rejects_incomplete_rows(tmp_path):
     with pytest.raises(ValueError, match="lacks"):
         append_row(tmp_path / "r.csv", {"dataset": "toy"})
@@ -72,8 +85,16 @@ def test_runner_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert np.isfinite([first.mse, first.mae, first.mse_orig, first.mae_orig]).all()
     assert first.command.startswith("python experiments/run.py --dataset")
     assert list((tmp_path / "runs").glob("*/checkpoints/last.ckpt"))
+    assert np.isnan(first["rho_risk_0.5"]) and np.isnan(first["coverage_0.8"])  # a point forecast has none
     assert run.main(args) == 0  # finished: skipped, no second row
     assert len(read_results(results)) == 1
+    seasonal = [*args[:args.index("--model") + 1], "seasonal_naive", *args[args.index("--features"):args.index("--seed")],
+                "--model-option", "season_length=12", "--results", str(results), "--runs-dir", str(tmp_path / "runs")]
+    assert run.main(seasonal) == 0
+    probabilistic = read_results(results).iloc[1]
+    assert probabilistic.model == "seasonal_naive" and probabilistic.epochs == 0
+    values = [float(probabilistic[c]) for c in ("rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "coverage_0.8")]
+    assert np.isfinite(values).all() and 0 <= values[-1] <= 1
 
 
 # ------------------------------------------------------------- configs and report

@@ -15,7 +15,8 @@ from forecast.training import TrainingConfig, build_trainer, has_trainable_param
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "factor": 2}
 LOGSPARSE = {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
-OPTIONS = {"informer": TINY, "transformer": TINY, "naive": {}, "logsparse": LOGSPARSE}
+OPTIONS = {"informer": TINY, "transformer": TINY, "naive": {}, "seasonal_naive": {"season_length": 12},
+           "logsparse": LOGSPARSE}
 
 
 def sine_frame(rows: int = 400, seed: int = 0) -> pd.DataFrame:

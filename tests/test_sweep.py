@@ -104,7 +104,7 @@ def test_a_killed_sweep_loses_no_finished_row_and_resumes_the_interrupted_run(sw
     summary = run_sweep(spec)
     assert [run.experiment.seed for run in summary.ran] == [1] and len(summary.skipped) == 1
     frame = read_results(results)
-    assert frame.iloc[0].to_dict() == finished  # the finished row is untouched
+    pd.testing.assert_series_equal(frame.iloc[0], pd.Series(finished, name=0))  # the finished row is untouched
     assert frame.seed.tolist() == [0, 1] and frame.epochs.tolist() == [2, 2]
     assert torch.load(checkpoint, map_location="cpu", weights_only=True)["epoch"] == 1  # resumed, not restarted
 

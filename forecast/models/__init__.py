@@ -14,7 +14,7 @@ from forecast.errors import ConfigError
 from forecast.models.base import DataSpec
 from forecast.models.informer import Informer, InformerConfig
 from forecast.models.logsparse import LogSparseConfig, LogSparseTransformer
-from forecast.models.naive import RepeatLast
+from forecast.models.naive import RepeatLast, SeasonalNaive, SeasonalNaiveConfig
 
 
 def _informer(spec: DataSpec, **options: Any) -> nn.Module:
@@ -42,11 +42,16 @@ def _naive(spec: DataSpec, **options: Any) -> nn.Module:
     return RepeatLast(spec)
 
 
+def _seasonal_naive(spec: DataSpec, **options: Any) -> nn.Module:
+    return SeasonalNaive(spec, SeasonalNaiveConfig(**options))
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {
     "informer": _informer,
     "transformer": _transformer,
     "logsparse": _logsparse,
     "naive": _naive,
+    "seasonal_naive": _seasonal_naive,
 }
 
 
@@ -68,5 +73,7 @@ __all__ = [
     "LogSparseConfig",
     "LogSparseTransformer",
     "RepeatLast",
+    "SeasonalNaive",
+    "SeasonalNaiveConfig",
     "build_model",
 ]

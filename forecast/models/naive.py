@@ -1,10 +1,14 @@
-"""The floor every report needs: repeat the last observed value over the horizon."""
+"""The floors every report needs: the last value, or the last season, repeated over the horizon."""
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from forecast.errors import ConfigError
 from forecast.models.base import DataSpec
 
 
@@ -22,3 +26,74 @@ class RepeatLast(nn.Module):
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
         last = x[:, -1:, x.shape[2] - self.spec.c_out:]  # [B, 1, C_out]
         return last.expand(-1, self.spec.pred_len, -1)  # [B, P, C_out]
+
+
+@dataclass(frozen=True)
+class SeasonalNaiveConfig:
+    """``season_length``: the period in steps; the default 24 is the daily cycle of hourly data
+    (ETTh, ECL, Traffic); use 96 for 15-minute data (ETTm), 144 for 10-minute data (Weather),
+    7 for daily data with a weekly cycle."""
+
+    season_length: int = 24
+
+    def __post_init__(self) -> None:
+        value = self.season_length
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"season_length must be an integer >= 1 (the period in steps), got {value!r}")
+
+
+class SeasonalNaive(nn.Module):
+    """``x [B, L, C_in] -> [B, P, C_out]``: the last observed season, repeated over the horizon.
+
+    The probabilistic floor for rho-risks and interval coverage: :meth:`sample` draws
+    paths of the seasonal random walk ``y[t] = y[t - m] + e[t]`` whose innovations ``e``
+    are bootstrapped from the window's own seasonal differences ``y[t] - y[t - m]``
+    (``L - m`` of them per window and variable), so steps more than one season ahead
+    widen as they should. Parameter-free; ``m`` is ``config.season_length``.
+    """
+
+    probabilistic = True
+
+    def __init__(self, spec: DataSpec, config: SeasonalNaiveConfig):
+        super().__init__()
+        if spec.seq_len <= config.season_length:
+            raise ConfigError(
+                f"seasonal_naive needs seq_len > season_length to see one season and a seasonal difference, "
+                f"got seq_len={spec.seq_len}, season_length={config.season_length}; lengthen seq_len or set "
+                "season_length"
+            )
+        self.spec = spec
+        self.config = config
+        self.season_length = config.season_length
+
+    def _outputs(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, :, x.shape[2] - self.spec.c_out:]  # [B, L, C_out]
+
+    def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
+        season = self._outputs(x)[:, -self.season_length:]  # [B, m, C_out]
+        repeats = math.ceil(self.spec.pred_len / self.season_length)
+        return season.repeat(1, repeats, 1)[:, : self.spec.pred_len]  # [B, P, C_out]
+
+    def sample(
+        self,
+        x: torch.Tensor,
+        x_mark: torch.Tensor,
+        y_mark: torch.Tensor,
+        n_samples: int,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Sample paths ``[S, B, P, C_out]`` of the bootstrapped seasonal random walk."""
+        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+            raise ConfigError(f"n_samples must be an integer >= 1, got {n_samples!r}")
+        values = self._outputs(x)
+        m = self.season_length
+        batch, length, channels = values.shape
+        differences = values[:, m:] - values[:, :-m]  # [B, L - m, C_out]
+        seasons = math.ceil(self.spec.pred_len / m)
+        drawn = torch.randint(length - m, (n_samples, batch, seasons * m, channels), generator=generator,
+                              device=values.device)  # [S, B, K*m, C_out] indices into L - m
+        pool = differences.unsqueeze(0).expand(n_samples, -1, -1, -1)  # [S, B, L - m, C_out]
+        innovations = torch.gather(pool, 2, drawn)  # [S, B, K*m, C_out]
+        innovations = innovations.view(n_samples, batch, seasons, m, channels)  # [S, B, K, m, C_out]
+        paths = values[:, -m:].unsqueeze(0).unsqueeze(2) + innovations.cumsum(dim=2)  # [S, B, K, m, C_out]
+        return paths.reshape(n_samples, batch, seasons * m, channels)[:, :, : self.spec.pred_len]  # [S, B, P, C_out]

@@ -1,0 +1,76 @@
+"""Seasonal naive: the point floor repeats the last season, the sampler is a bootstrapped seasonal random walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from forecast.errors import ConfigError
+from forecast.metrics import ProbabilisticAccumulator, coverage_name
+from forecast.models import DataSpec, build_model
+
+
+def spec(seq_len: int = 48, pred_len: int = 30, c_in: int = 3, c_out: int = 2) -> DataSpec:
+    return DataSpec(seq_len=seq_len, label_len=12, pred_len=pred_len, c_in=c_in, c_out=c_out, n_time_features=4)
+
+
+def test_point_forecast_is_the_value_one_or_more_seasons_back():
+    s, m = spec(), 12
+    model = build_model("seasonal_naive", s, season_length=m)
+    x = torch.randn(4, s.seq_len, s.c_in, generator=torch.Generator().manual_seed(0))
+    out = model(x, None, None)
+    length = s.seq_len
+    for h in range(1, s.pred_len + 1):  # y[T + h] = y[T + h - m * ceil(h / m)], T the last observed index
+        source = length - 1 + h - m * -(-h // m)
+        torch.testing.assert_close(out[:, h - 1], x[:, source, -s.c_out:], rtol=0, atol=0)
+
+
+def test_samples_add_bootstrapped_seasonal_differences_season_after_season():
+    s, m = spec(seq_len=20, pred_len=10, c_in=1, c_out=1), 4
+    model = build_model("seasonal_naive", s, season_length=m)
+    x = torch.arange(20.0).pow(2).view(1, 20, 1)  # distinct seasonal differences: 8t + 16 for t = 4..19
+    paths = model.sample(x, None, None, 300, torch.Generator().manual_seed(1))  # [S, 1, P, 1]
+    differences = set((x[0, m:, 0] - x[0, :-m, 0]).tolist())
+    first = paths[:, 0, :m, 0] - x[0, -m:, 0]  # one innovation per step of the first season
+    assert set(first.flatten().tolist()) <= differences
+    second = paths[:, 0, m : 2 * m, 0] - paths[:, 0, :m, 0]  # the next season adds a fresh innovation
+    assert set(second.flatten().tolist()) <= differences
+    assert len(set(first.flatten().tolist())) > len(differences) // 2  # the whole pool is drawn from
+    later = paths[:, 0, :, 0].var(dim=0)
+    assert later[2 * m :].mean() > later[:m].mean()  # uncertainty grows with the seasons ahead
+
+
+def test_samples_are_reproducible_with_a_generator():
+    s = spec()
+    model = build_model("seasonal_naive", s, season_length=24)
+    x = torch.randn(2, s.seq_len, s.c_in)
+    a = model.sample(x, None, None, 7, torch.Generator().manual_seed(3))
+    b = model.sample(x, None, None, 7, torch.Generator().manual_seed(3))
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_intervals_cover_nominally_on_a_seasonal_random_walk():
+    rng = np.random.default_rng(0)
+    m, seq_len, pred_len, windows = 6, 240, 6, 400
+    season = rng.normal(size=m)
+    steps = seq_len + pred_len
+    noise = rng.standard_t(df=5, size=(windows, steps))  # heavy-tailed: a Gaussian interval would miss
+    series = np.tile(season, steps // m + 1)[:steps] + noise  # y[t] = s[t mod m] + e[t]: y[t] - y[t-m] = e[t] - e[t-m]
+    x = torch.tensor(series[:, :seq_len, None])
+    true = torch.tensor(series[:, seq_len:, None])
+    model = build_model("seasonal_naive", spec(seq_len=seq_len, pred_len=pred_len, c_in=1, c_out=1), season_length=m)
+    samples = model.sample(x, None, None, 400, torch.Generator().manual_seed(0))
+    accumulator = ProbabilisticAccumulator(rhos=(0.5,), levels=(0.8,))
+    accumulator.update(samples, true)
+    coverage = accumulator.summary().overall[coverage_name(0.8)]
+    assert abs(coverage - 0.8) < 0.04
+
+
+def test_invalid_settings_say_what_to_change():
+    with pytest.raises(ConfigError, match="season_length must be an integer >= 1"):
+        build_model("seasonal_naive", spec(), season_length=0)
+    with pytest.raises(ConfigError, match="seq_len > season_length"):
+        build_model("seasonal_naive", spec(seq_len=24), season_length=24)
+    with pytest.raises(ConfigError, match="n_samples"):
+        build_model("seasonal_naive", spec(), season_length=12).sample(torch.zeros(1, 48, 3), None, None, 0)
