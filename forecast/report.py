@@ -30,7 +30,7 @@ import pandas as pd
 
 from forecast.config import CONFIG_NAME, load_config
 from forecast.errors import ConfigError, DataError
-from forecast.results import COLUMNS
+from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, read_results
 
 __all__ = [
     "BEGIN",
@@ -60,12 +60,12 @@ FEATURE_NAMES = {"M": "multivariate", "S": "univariate", "MS": "multivariate in,
 def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """Every row of every ``*.csv`` in ``results_dir`` (an empty frame with the columns if none)."""
     paths = sorted(Path(results_dir).glob("*.csv"))
-    frames = [pd.read_csv(path, keep_default_na=False, dtype={"options": str, "command": str}) for path in paths]
+    frames = [read_results(path).reindex(columns=COLUMNS) for path in paths]  # older files lack some columns
     frames = [frame for frame in frames if not frame.empty]
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     results = pd.concat(frames, ignore_index=True)
-    for column in ("mse", "mae", "mse_orig", "mae_orig", "epochs", "train_seconds"):
+    for column in ("mse", "mae", "mse_orig", "mae_orig", "epochs", "train_seconds", *PROBABILISTIC_COLUMNS):
         results[column] = pd.to_numeric(results[column], errors="coerce")
     return results
 
@@ -111,13 +111,17 @@ def configured_settings(configs_dir: str | os.PathLike[str]) -> pd.DataFrame:
 # ------------------------------------------------------------------------ aggregation
 
 _SETTING = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "options"]
+# Summary name -> results column: rho-risks on the original scale (the field reports them in
+# the data's units) and the 80% interval's coverage; NaN for point forecasts.
+_PROBABILISTIC = {"r50_orig": "rho_risk_0.5_orig", "r90_orig": "rho_risk_0.9_orig", "coverage80": "coverage_0.8"}
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """Per setting and option set: seeds, scored windows, mean and std of the errors over seeds."""
     if results.empty:
         return pd.DataFrame(columns=[*_SETTING, "seeds", "windows", "mse", "mse_std", "mae", "mae_std",
-                                     "mse_orig", "mae_orig", "epochs", "train_minutes", "device"])
+                                     "mse_orig", "mae_orig", "epochs", "train_minutes", "device",
+                                     *_PROBABILISTIC])
     frame = results.astype({"seq_len": int, "label_len": int, "pred_len": int})
     return frame.groupby(_SETTING, sort=True).agg(
         seeds=("seed", "nunique"), windows=("n_test_windows", "min"),
@@ -125,6 +129,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         mse_orig=("mse_orig", "mean"), mae_orig=("mae_orig", "mean"),
         epochs=("epochs", "mean"), train_minutes=("train_seconds", lambda s: s.mean() / 60),
         device=("device", "first"),
+        **{name: (column, "mean") for name, column in _PROBABILISTIC.items()},
     ).reset_index()
 
 
@@ -134,6 +139,11 @@ def _number(value: float) -> str:
 
 def _mean_std(mean: float, std: float) -> str:
     return _number(mean) if pd.isna(std) else f"{mean:.3f} ± {std:.3f}"
+
+
+def _risks(row) -> str:
+    """Rho-risks of a probabilistic model's summary row; a dash for point forecasts."""
+    return MISSING if pd.isna(row.r50_orig) else f"{_number(row.r50_orig)} / {_number(row.r90_orig)}"
 
 
 def _ours(row: pd.Series | None) -> str:
@@ -229,8 +239,8 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None) 
             ["dataset", "features", "seq_len", "label_len", "pred_len"], sort=True):
         lines += [f"#### {dataset} `{features}` {seq}/{label}/{pred}", "",
                   "| model | options | seeds | test windows | MSE | MAE | MSE (orig) | MAE (orig) "
-                  "| epochs | train min/run | device | published MSE / MAE |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| R0.5 / R0.9 (orig) | 80% coverage | epochs | train min/run | device | published MSE / MAE |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for row in block.itertuples():
             paper = published[(published.dataset == dataset) & (published.features == features)
                               & (published.pred_len == pred) & (published.model == row.model)]
@@ -238,7 +248,8 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None) 
             lines.append(
                 f"| {row.model} | `{row.options}` | {row.seeds} | {row.windows} "
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
-                f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {row.epochs:.1f} "
+                f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
+                f"| {row.epochs:.1f} "
                 f"| {row.train_minutes:.1f} | {row.device} | {cited} |")
         lines.append("")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from forecast.results import COLUMNS, append_row, has_row, read_results
+from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, append_row, has_row, read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ def load_script(name: str):
 
 
 def row(**overrides):
-    base = {column: 0 for column in COLUMNS}
+    base = {column: "" if column in PROBABILISTIC_COLUMNS else 0 for column in COLUMNS}
     base.update(dataset="toy", model="naive", features="M", options="{}", command="x")
     base.update(overrides)
     return base
@@ -241,6 +241,11 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     # a run at another window is reported in detail but not in the configured setting's cell
     append_row(results / "toy.csv", row(dataset="toy", model="naive", features="M", seq_len=96, label_len=48,
                                         pred_len=6, mse=9.0, mae=9.0, options="{}", n_test_windows=50))
+    for seed, coverage in ((0, 0.75), (1, 0.85)):
+        append_row(results / "toy.csv", row(dataset="toy", model="seasonal_naive", features="M", seq_len=96,
+                                            label_len=48, pred_len=6, seed=seed, mse=1.0, mae=1.0, options="{}",
+                                            n_test_windows=50, **{"rho_risk_0.5_orig": 0.25 * (seed + 1),
+                                                                  "rho_risk_0.9_orig": 0.125, "coverage_0.8": coverage}))
     published = tmp_path / "published.csv"
     published.write_text("dataset,features,pred_len,model,published_as,mse,mae,source\n"
                          "toy,M,6,informer,Informer,0.577,0.549,a paper\n"
@@ -251,6 +256,8 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert lines["12"] == "| 12 | 24/12 | **not run** | – | **not run** |"
     assert lines["24"] == "| 24 | – | – | 0.931 / – | – |"  # published only: no config at that horizon
     assert "#### toy `M` 96/48/6" in report and "| naive | `{}` | 1 | 50 | 9.000 |" in report
+    assert "| 9.000 | 0.000 | 0.000 | – | – |" in report  # a point forecast has no rho-risks or coverage
+    assert "| 0.375 / 0.125 | 0.800 |" in report  # seasonal_naive: means over its two seeds
     assert "Published: a paper." in report
 
 
