@@ -264,7 +264,9 @@ def _demo(args: argparse.Namespace, extra: list[str]) -> int:
     if extra:
         raise ConfigError(f"forecast demo: unexpected arguments {extra}.")
     rows = []
-    for name, options in (("naive", {}), ("transformer", DEMO_MODEL), ("informer", dict(DEMO_MODEL, factor=5))):
+    models = (("naive", {}), ("seasonal_naive", {"season_length": 24}), ("transformer", DEMO_MODEL),
+              ("informer", dict(DEMO_MODEL, factor=5)))
+    for name, options in models:
         forecaster = Forecaster(name, seq_len=96, label_len=48, pred_len=24, features="M", seed=args.seed,
                                 limit_train_batches=args.train_batches, **DEMO_TRAINING, **options)
         started = time.perf_counter()

@@ -221,14 +221,14 @@ def test_help_lists_every_subcommand(capsys):
         assert command in out
 
 
-def test_demo_prints_the_splits_and_a_report_of_three_models(workdir, capsys):
+def test_demo_prints_the_splits_and_a_report_of_four_models(workdir, capsys):
     """`make run`'s command, on the small synthetic series so it takes seconds."""
     assert main(["demo", "--data", "toy.csv", "--train-batches", "2"]) == 0
     out = capsys.readouterr().out
     assert "split ratio" in out and "train" in out and "test" in out
-    table = out.strip().splitlines()[-4:]
+    table = out.strip().splitlines()[-5:]
     assert table[0].split() == ["model", "mse", "mae", "mse_orig", "mae_orig", "test_windows", "seconds"]
     # 70/10/20 of 300 rows: the test rows [240, 300) plus a 96-row lookback -> 156 - 120 + 1 windows
-    assert [line.split()[0] for line in table[1:]] == ["naive", "transformer", "informer"]
+    assert [line.split()[0] for line in table[1:]] == ["naive", "seasonal_naive", "transformer", "informer"]
     assert {line.split()[5] for line in table[1:]} == {"37"}
     assert all(np.isfinite(float(value)) for line in table[1:] for value in line.split()[1:5])
