@@ -267,11 +267,19 @@ def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_onl
     readme = tmp_path / "README.md"
     original = (ROOT / "experiments" / "README.md").read_text()
     readme.write_text(original)
-    assert load_script("tables").main(["--readme", str(readme)]) == 0
+    main_readme = tmp_path / "MAIN.md"
+    main_original = (ROOT / "README.md").read_text()
+    main_readme.write_text(main_original)
+    assert load_script("tables").main(["--readme", str(readme), "--main-readme", str(main_readme)]) == 0
     text = readme.read_text()
-    head, _, rest = original.partition("<!-- results:begin -->")
-    tail = rest.partition("<!-- results:end -->")[2]
-    assert text.startswith(head) and text.endswith(tail)
+    for before, after, begin, end in ((original, text, "<!-- results:begin -->", "<!-- results:end -->"),
+                                      (main_original, main_readme.read_text(), "<!-- headline:begin -->",
+                                       "<!-- headline:end -->")):
+        head, _, rest = before.partition(begin)
+        tail = rest.partition(end)[2]
+        assert after.startswith(head) and after.endswith(tail)
+    # the committed tables are up to date with the committed results
+    assert text == original and main_readme.read_text() == main_original
     for name in datasets.names():
         assert f"### {name}, multivariate (`M`)" in text
     electricity = text.split("### electricity, multivariate (`M`)")[1].split("###")[0]
