@@ -37,7 +37,6 @@ import csv
 import json
 import math
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -46,8 +45,18 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+from _common import (
+    REPO,
+    RESULTS,
+    busy_cpu_seconds,
+    commit,
+    machine,
+    markdown_table,
+    others_cpu,
+    own_cpu_seconds,
+    wait_for_quiet,
+)
+
 LENGTHS = (96, 192, 384, 768, 1536, 3072, 6144)
 METHODS = ("sdpa", "naive", "prob", "logsparse", "sdpa_logmask", "naive_logmask")
 CAUSAL_ONLY = {"logsparse", "sdpa_logmask", "naive_logmask"}
@@ -139,30 +148,6 @@ def _peak_mb(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def _busy_cpu_seconds() -> float | None:
-    """CPU seconds spent busy by the whole machine so far (Linux /proc/stat), or None."""
-    try:
-        fields = [float(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _others_cpu(busy_before: float | None, own_before: float, wall: float) -> float | None:
-    """Fraction of the machine's cores that other processes kept busy during ``wall`` seconds."""
-    busy_after = _busy_cpu_seconds()
-    if busy_before is None or busy_after is None or wall <= 0:
-        return None
-    others = (busy_after - busy_before) - (_own_cpu_seconds() - own_before)
-    return min(max(others / (wall * (os.cpu_count() or 1)), 0.0), 1.0)
-
-
 def _warm_up_runtime() -> None:
     """Pay torch's one-time costs before measuring anything.
 
@@ -205,7 +190,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         # Alternate the methods on the same inputs, so that a machine whose speed
         # drifts over minutes slows them alike.
         started = time.perf_counter()
-        busy_before, own_before = _busy_cpu_seconds(), _own_cpu_seconds()
+        busy_before, own_before = busy_cpu_seconds(), own_cpu_seconds()
         for step in steps.values():
             timed(step)
         rounds: dict[str, list[float]] = {method: [] for method in steps}
@@ -213,7 +198,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
             for method, step in steps.items():
                 rounds[method].append(timed(step))
         medians = {method: statistics.median(times) * 1e3 for method, times in rounds.items()}
-        return {**medians, "others_cpu": _others_cpu(busy_before, own_before, time.perf_counter() - started)}
+        return {**medians, "others_cpu": others_cpu(busy_before, own_before, time.perf_counter() - started)}
 
     step = steps[spec["method"]]
 
@@ -222,7 +207,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     times: list[float] = []
     started = time.perf_counter()
-    busy_before, own_before = _busy_cpu_seconds(), _own_cpu_seconds()
+    busy_before, own_before = busy_cpu_seconds(), own_cpu_seconds()
     for _ in range(spec["warmup"]):
         timed_step()
     while True:
@@ -232,7 +217,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         enough = len(times) >= spec["repeats"] and sum(times) >= spec["min_time"]
         if enough or len(times) >= MAX_REPEATS:
             break
-    others = _others_cpu(busy_before, own_before, time.perf_counter() - started)
+    others = others_cpu(busy_before, own_before, time.perf_counter() - started)
     return {
         "others_cpu": others,
         "median_ms": statistics.median(times) * 1e3,
@@ -263,24 +248,11 @@ def _subprocess(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
-def _wait_for_quiet(threshold: float, limit: float) -> float | None:
-    """Wait (up to ``limit`` s) until other processes use less than ``threshold`` of the cores."""
-    waited = 0.0
-    while True:
-        before, own = _busy_cpu_seconds(), _own_cpu_seconds()
-        time.sleep(1.0)
-        others = _others_cpu(before, own, 1.0)
-        if others is None or others <= threshold or waited >= limit:
-            return others
-        time.sleep(4.0)
-        waited += 5.0
-
-
 def _run_case(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """Run a case; rerun it (up to ``--retries``) when other processes competed for the CPU."""
     best: dict[str, Any] | None = None
     for _ in range(args.retries + 1):
-        _wait_for_quiet(args.busy_threshold, args.quiet_wait)
+        wait_for_quiet(args.busy_threshold, args.quiet_wait)
         result = _subprocess(spec, args.timeout)
         if result["status"] != "ok":
             return result
@@ -290,27 +262,6 @@ def _run_case(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
             break
     assert best is not None
     return best
-
-
-def _machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores, {platform.system()}"
-
-
-def _commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=REPO, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _dense_gb(args: argparse.Namespace, length: int, mode: str) -> float:
@@ -339,9 +290,9 @@ def measure(args: argparse.Namespace, cases: list[Case], on_row: Callable[[dict[
     """Run every case in its own subprocess and hand each finished row to ``on_row``."""
     import torch
 
-    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else _machine()
+    device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else machine()
     common = {
-        "device": args.device, "machine": device_name, "torch": torch.__version__, "commit": _commit(),
+        "device": args.device, "machine": device_name, "torch": torch.__version__, "commit": commit(),
         "seed": args.seed, "threads": args.threads or torch.get_num_threads(), "dtype": args.dtype,
         "batch": args.batch, "heads": args.heads, "head_dim": args.head_dim,
         "command": "python " + " ".join([os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]),
@@ -399,7 +350,7 @@ def compare(args: argparse.Namespace) -> str:
                     "threads": args.threads, "repeats": args.repeats, "kind": "paired",
                     "methods": [fast, slow], "causal": causal,
                 }
-                _wait_for_quiet(args.busy_threshold, args.quiet_wait)
+                wait_for_quiet(args.busy_threshold, args.quiet_wait)
                 result = _subprocess(spec, args.timeout)
                 others = result.get("others_cpu")
                 masking = "causal" if causal else "non-causal"
@@ -453,12 +404,6 @@ def read_csv(path: Path) -> list[dict[str, Any]]:
 
 def _lookup(rows: list[dict[str, Any]]) -> dict[tuple[str, bool, str, int], dict[str, Any]]:
     return {(row["method"], row["causal"], row["mode"], row["length"]): row for row in rows}
-
-
-def _table(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
-    lines += ["| " + " | ".join(cells) + " |" for cells in body]
-    return "\n".join(lines)
 
 
 def _cell(row: dict[str, Any] | None, column: str) -> str:
@@ -525,7 +470,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 + [_cell(table.get((m, causal, mode, length)), column) for m in methods for mode in MODES]
                 for length in lengths
             ]
-            parts += [f"**{title}: {unit}**", _table(header, body)]
+            parts += [f"**{title}: {unit}**", markdown_table(header, body)]
     parts.append("**Crossovers** (smallest L from which the first method stays faster at every longer L)")
     crossover_rows = []
     for fast, slow, causal in (("prob", "sdpa", False), ("prob", "sdpa", True), ("logsparse", "sdpa", True),
@@ -534,7 +479,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             [f"{fast} vs {slow}", "causal" if causal else "non-causal"]
             + [_crossover(rows, fast, slow, causal, mode, lengths) for mode in MODES]
         )
-    parts.append(_table(["pair", "masking", "forward", "forward+backward"], crossover_rows))
+    parts.append(markdown_table(["pair", "masking", "forward", "forward+backward"], crossover_rows))
     parts.append("**Targets** (forward+backward unless stated)")
     parts.append(_targets(rows, lengths))
     return "\n\n".join(parts) + "\n"
@@ -587,7 +532,7 @@ def _targets(rows: list[dict[str, Any]], lengths: list[int]) -> str:
     body.append(["LogSparse peak memory vs naive dense-masked at L=1536", ">= 20x less",
                  "-" if memory is None else f"{memory:.0f}x less{ceiling} (forward only: {_times(memory_forward, 0)})",
                  verdict(memory, 20.0)])
-    return _table(["target", "goal", "measured", "verdict"], body)
+    return markdown_table(["target", "goal", "measured", "verdict"], body)
 
 
 # ------------------------------------------------------------------------- entry point

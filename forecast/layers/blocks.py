@@ -70,7 +70,9 @@ class DistillingLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x.transpose(1, 2)  # [B, L, D] -> [B, D, L]
         y = self.pool(self.activation(self.norm(self.conv(y))))  # [B, D, ceil(L/2)]
-        return y.transpose(1, 2)  # [B, ceil(L/2), D]
+        # One copy here saves one in each projection of the next layer, which would
+        # otherwise copy a transposed input and add its bias in a separate pass.
+        return y.transpose(1, 2).contiguous()  # [B, ceil(L/2), D]
 
 
 class Encoder(nn.Module):

@@ -122,4 +122,7 @@ class DataEmbedding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.value(x) + self.position(x) + self.time(x_mark))
+        # The calendar term comes first because a sum takes the memory layout of its first
+        # operand and the value conv returns a transposed view: a transposed embedding would
+        # make every projection after it copy its input and add its bias in a separate pass.
+        return self.dropout(self.time(x_mark) + self.value(x) + self.position(x))

@@ -1,0 +1,178 @@
+"""Helpers shared by the benchmark scripts: machine facts, CPU contention, Markdown tables.
+
+The benchmarks run on shared machines. A case records ``others_cpu``, the share of the
+machine's cores that *other* processes kept busy while it ran (from ``/proc/stat``
+minus this process's own CPU time and that of its children, such as DataLoader
+workers), and waits for the CPU to go quiet before it starts.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds spent busy by the whole machine so far (Linux /proc/stat), or None."""
+    try:
+        fields = [float(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _live_children_cpu_seconds() -> float:
+    """CPU seconds of this process's running children (DataLoader workers), from /proc."""
+    total = 0.0
+    try:
+        tasks = list(Path(f"/proc/{os.getpid()}/task").iterdir())
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                # Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+                fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                continue
+    return total
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds used by this process and its children (finished and running)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    finished = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + finished.ru_utime + finished.ru_stime + _live_children_cpu_seconds()
+
+
+def others_cpu(busy_before: float | None, own_before: float, wall: float) -> float | None:
+    """Fraction of the machine's cores that other processes kept busy during ``wall`` seconds."""
+    busy_after = busy_cpu_seconds()
+    if busy_before is None or busy_after is None or wall <= 0:
+        return None
+    others = (busy_after - busy_before) - (own_cpu_seconds() - own_before)
+    return min(max(others / (wall * (os.cpu_count() or 1)), 0.0), 1.0)
+
+
+class CpuLoad:
+    """Accumulates the others' CPU share over several timed stretches (``with load: ...``).
+
+    ``share`` is the others' busy core-seconds over the machine's core-seconds of all
+    stretches together, or None where /proc/stat cannot be read.
+    """
+
+    def __init__(self) -> None:
+        self._others = 0.0
+        self._wall = 0.0
+        self._readable = True
+        self._start: tuple[float | None, float, float] | None = None
+
+    def __enter__(self) -> CpuLoad:
+        self._start = (busy_cpu_seconds(), own_cpu_seconds(), time.perf_counter())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._start is not None
+        busy_before, own_before, started = self._start
+        wall = time.perf_counter() - started
+        busy_after = busy_cpu_seconds()
+        if busy_before is None or busy_after is None:
+            self._readable = False
+            return
+        self._others += max((busy_after - busy_before) - (own_cpu_seconds() - own_before), 0.0)
+        self._wall += wall
+
+    @property
+    def share(self) -> float | None:
+        if not self._readable or self._wall <= 0:
+            return None
+        return min(self._others / (self._wall * (os.cpu_count() or 1)), 1.0)
+
+
+def wait_for_quiet(threshold: float, limit: float) -> float | None:
+    """Wait (up to ``limit`` s) until other processes use less than ``threshold`` of the cores.
+
+    Returns the share last seen, None when it cannot be read or ``limit`` is 0 (no wait).
+    """
+    if limit <= 0:
+        return None
+    waited = 0.0
+    while True:
+        before, own = busy_cpu_seconds(), own_cpu_seconds()
+        time.sleep(1.0)
+        others = others_cpu(before, own, 1.0)
+        if others is None or others <= threshold or waited >= limit:
+            return others
+        time.sleep(4.0)
+        waited += 5.0
+
+
+def machine() -> str:
+    """CPU model, core count and OS, e.g. ``AMD EPYC, 2 cores, Linux``."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()}"
+
+
+def commit() -> str:
+    """The repository's HEAD, with ``-dirty`` when the tree has uncommitted changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=REPO, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def short_commit(full: str) -> str:
+    """``abcdef123456`` or ``abcdef123456-dirty`` from a :func:`commit` string."""
+    return full[:12] + ("-dirty" if full.endswith("-dirty") else "")
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The invocation as a reproducible command, script path relative to the repository."""
+    argv = list(sys.argv if argv is None else argv)
+    return "python " + shlex.join([os.path.relpath(argv[0], REPO), *argv[1:]])
+
+
+def markdown_table(header: Sequence[str], body: Iterable[Sequence[str]]) -> str:
+    """A right-aligned Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return "\n".join(lines)
+
+
+def write_rows(rows: Iterable[dict[str, Any]], path: Path, columns: Sequence[str]) -> None:
+    """Write ``rows`` as CSV with exactly ``columns`` (missing values empty), atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({column: row.get(column, "") for column in columns})
+    partial.replace(path)

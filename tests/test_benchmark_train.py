@@ -1,0 +1,171 @@
+"""benchmarks/train.py at a tiny size: every kind runs, rows are complete and sane, tables render."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch.utils.data import default_collate
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+TINY = ["--seq-len", "32", "--label-len", "16", "--pred-len", "8", "--batch", "4", "--d-model", "16", "--heads", "2",
+        "--d-ff", "32", "--quiet-wait", "0", "--in-process"]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))  # the script imports its sibling _common
+    spec = importlib.util.spec_from_file_location("benchmark_train", BENCHMARKS / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["benchmark_train"] = module  # dataclasses look their module up while the script runs
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        del sys.modules["benchmark_train"]
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory) -> Path:
+    """An hourly CSV with three variables (target OT last), 300 rows: 70/10/20 split."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(300)
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=len(steps), freq="h")})
+    for phase, column in enumerate(("a", "b", "OT")):
+        frame[column] = np.sin(2 * np.pi * steps / 24 + phase) + 0.1 * rng.standard_normal(len(steps))
+    path = tmp_path_factory.mktemp("data") / "tiny.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def results(bench, series, tmp_path_factory) -> Path:
+    """One throughput run (every kind, fp32 + bf16, both models), then the accuracy run, into one CSV."""
+    output = tmp_path_factory.mktemp("results") / "train_cpu.csv"
+    common = ["--data", str(series), *TINY, "--output", str(output)]
+    bench.main([*common, "--variants", "fp32", "bf16", "--warmup", "1", "--steps", "2", "--min-steps", "2",
+                "--infer-repeats", "2", "--loader-epochs", "1", "--loader-variants", "workers=0", "batched-gather",
+                "--profile-steps", "1", "--profile-top", "4"])
+    bench.main([*common, "--accuracy", "--accuracy-steps", "2", "--accuracy-reduced", "logsparse",
+                "--reduced-d-model", "8", "--reduced-heads", "2", "--reduced-d-ff", "16"])
+    return output
+
+
+def _finite_positive(value) -> bool:
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def test_the_csv_has_every_column_and_every_group(bench, results):
+    with results.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert tuple(reader.fieldnames) == bench.COLUMNS
+        raw = list(reader)
+    rows = bench.read_rows(results)
+    assert all(row["status"] == "ok" for row in rows), [row["status"] for row in rows if row["status"] != "ok"]
+    groups = {(row["kind"], row["model"]) for row in rows}
+    assert groups == {("loader", "-")} | {(kind, model) for kind in ("profile", "train", "infer", "accuracy")
+                                          for model in ("informer", "logsparse")}
+    for row in raw:
+        for column in ("command", "commit", "machine", "torch", "threads", "seed", "device", "others_cpu"):
+            assert row[column] != "", (column, row["kind"], row["variant"])
+        assert row["command"].startswith("python benchmarks/train.py")
+
+
+def test_throughput_rows_are_sane(bench, results):
+    rows = bench.read_rows(results)
+    train = [row for row in rows if row["kind"] == "train"]
+    assert {(row["model"], row["variant"]) for row in train} == {
+        (model, variant) for model in ("informer", "logsparse") for variant in ("fp32", "bf16")}
+    for row in [*train, *(row for row in rows if row["kind"] in ("infer", "loader"))]:
+        assert _finite_positive(row["median_ms"]) and _finite_positive(row["windows_per_s"])
+        assert row["min_ms"] <= row["median_ms"]
+        assert 0.0 <= row["others_cpu"] <= 1.0
+        assert _finite_positive(row["speedup"])
+    for row in train:
+        assert row["repeats"] >= 2 and math.isfinite(row["loss"])
+        # windows/s is the batch over the median step
+        assert row["windows_per_s"] == pytest.approx(row["batch"] / (row["median_ms"] / 1e3), rel=0.01)
+        baseline = next(r for r in train if r["model"] == row["model"] and r["variant"] == "fp32")
+        assert row["speedup"] == pytest.approx(baseline["median_ms"] / row["median_ms"], rel=0.01)
+    assert {row["batch"] for row in rows if row["kind"] == "infer"} == {1, 4}
+    profile = [row for row in rows if row["kind"] == "profile"]
+    assert {(row["model"], row["precision"]) for row in profile} == {
+        (model, precision) for model in ("informer", "logsparse") for precision in ("fp32", "bf16")}
+    for row in profile:
+        assert 0.0 < row["share"] <= 1.0 and row["op"]
+
+
+def test_accuracy_scores_every_test_window(bench, results, series):
+    from forecast.data import WindowDataModule
+
+    test_windows = len(WindowDataModule(str(series), 32, 16, 8).test_dataset)
+    accuracy = [row for row in bench.read_rows(results) if row["kind"] == "accuracy"]
+    for model in ("informer", "logsparse"):
+        runs = {row["variant"]: row for row in accuracy if row["model"] == model}
+        assert set(runs) == {"train fp32 seed 0, eval fp32", "train fp32 seed 0, eval bf16",
+                             "train fp32 seed 1, eval fp32", "train bf16 seed 0, eval fp32",
+                             "train bf16 seed 0, eval bf16"}
+        for row in runs.values():
+            assert row["n_windows"] == test_windows and row["train_steps"] == 2
+            assert _finite_positive(row["mse"]) and _finite_positive(row["mae"])
+        # bf16 inference of the same weights changes the error by rounding only
+        fp32, bf16 = runs["train fp32 seed 0, eval fp32"], runs["train fp32 seed 0, eval bf16"]
+        assert bf16["mse"] == pytest.approx(fp32["mse"], rel=0.05)
+        assert runs["train fp32 seed 0, eval fp32"]["d_model"] == (16 if model == "informer" else 8)
+
+
+def test_markdown_renders_every_section(bench, results, capsys):
+    bench.main(["--markdown", str(results)])
+    text = capsys.readouterr().out
+    for title in ("**Profile, informer, fp32**", "**Data loader alone**", "**Training, informer**",
+                  "**Training, logsparse**", "**Inference latency**", "**bf16 accuracy on"):
+        assert title in text
+    assert "| bf16 | ok |" in text
+    assert text.count("| informer | 16/2/32 |") == 5
+
+
+def test_batched_gather_serves_the_collated_batch(bench, series):
+    setting = bench.Setting(data=str(series), seq_len=32, label_len=16, pred_len=8, batch=4)
+    windows = bench._datamodule(setting, bench.Variant("spec")).train_dataset
+    gathered = bench.BatchedWindows(windows).__getitems__([5, 0, len(windows) - 1, 17])
+    expected = default_collate([windows[index] for index in (5, 0, len(windows) - 1, 17)])
+    assert gathered.keys() == expected.keys()
+    for key in expected:
+        torch.testing.assert_close(gathered[key], expected[key], rtol=0, atol=0)
+
+
+def test_a_failing_variant_becomes_a_row(bench):
+    def broken():
+        raise RuntimeError("no kernel")
+
+    results = bench._interleave({"ok": lambda: None, "broken": broken}, "cpu", {"ok": 1, "broken": 1}, repeats=2,
+                                min_repeats=1, budget=10.0)
+    assert results["broken"]["status"].startswith("error: RuntimeError: no kernel")
+    assert len(results["ok"]["times"]) == 2
+
+
+def test_the_measured_waste_fixes_stay_in_place():
+    """Hot-path layouts and dropouts the training benchmark's profile found wasteful (benchmarks/README.md)."""
+    from forecast.layers.blocks import DistillingLayer
+    from forecast.layers.embedding import DataEmbedding
+    from forecast.models import DataSpec, build_model
+
+    torch.manual_seed(0)
+    x, x_mark = torch.randn(3, 10, 4), torch.randn(3, 10, 2)  # [B, L, C], [B, L, F]
+    for time_encoding, sizes, marks in (("timeF", None, x_mark), ("fixed", [24, 7], torch.randint(0, 7, (3, 10, 2)))):
+        embedding = DataEmbedding(4, 8, 2, time_encoding=time_encoding, time_feature_sizes=sizes)
+        assert embedding(x, marks.float()).is_contiguous()  # a transposed sum made each projection copy it
+    assert DistillingLayer(8)(torch.randn(3, 10, 8)).is_contiguous()
+    spec = DataSpec(seq_len=8, label_len=4, pred_len=2, c_in=3, c_out=3, n_time_features=2)
+    model = build_model("logsparse", spec, d_model=8, n_heads=2, n_layers=2, d_ff=16, dropout=0.1)
+    for block in model.blocks:  # the attention branch is dropped once, by the block
+        assert block.dropout.p == 0.1 and block.attention.dropout.p == 0.0
