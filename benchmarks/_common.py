@@ -22,6 +22,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
+README = REPO / "benchmarks" / "README.md"
 
 
 def busy_cpu_seconds() -> float | None:
@@ -176,3 +177,16 @@ def write_rows(rows: Iterable[dict[str, Any]], path: Path, columns: Sequence[str
         for row in rows:
             writer.writerow({column: row.get(column, "") for column in columns})
     partial.replace(path)
+
+
+def readme_markers(name: str) -> tuple[str, str]:
+    """The comment lines around a generated block of benchmarks/README.md."""
+    return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+
+
+def update_readme(name: str, body: str, readme: Path = README) -> None:
+    """Rewrite the ``name`` block of the README with ``body`` (the ``--markdown`` output)."""
+    from forecast.report import update_block
+
+    begin, end = readme_markers(name)
+    readme.write_text(update_block(readme.read_text(), body.rstrip("\n") + "\n", begin, end))

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from _common import (
+    README,
     REPO,
     RESULTS,
     busy_cpu_seconds,
@@ -54,6 +55,7 @@ from _common import (
     markdown_table,
     others_cpu,
     own_cpu_seconds,
+    update_readme,
     wait_for_quiet,
 )
 
@@ -571,10 +573,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--update", type=Path, metavar="CSV",
                         help="re-measure the failed rows of an existing CSV and those disturbed by other processes")
     parser.add_argument("--redo", nargs="+", default=[], choices=METHODS, metavar="METHOD",
-                        help="with --update: also re-measure every row of these methods (after changing them)")
+                        help="with --update: also re-measure every row of these methods (after changing them); "
+                             "--lengths, --modes and --causal narrow the rows re-measured")
     parser.add_argument("--compare", nargs=2, choices=METHODS, metavar=("FAST", "SLOW"),
                         help="only time FAST against SLOW, alternating them in one process per length "
                              "(robust to a machine whose speed drifts); prints a table, writes no CSV")
+    parser.add_argument("--readme", type=Path, nargs="?", const=README, metavar="README",
+                        help="with --markdown: rewrite the tables' block of this README (default "
+                             "benchmarks/README.md) instead of printing")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -585,7 +591,11 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_worker(json.loads(args.worker))))
         return
     if args.markdown:
-        print(markdown(read_csv(args.markdown)))
+        tables = markdown(read_csv(args.markdown))
+        if args.readme:
+            update_readme("attention-tables", tables, args.readme)
+        else:
+            print(tables)
         return
     if args.compare:
         print(compare(args))
@@ -598,9 +608,11 @@ def main(argv: list[str] | None = None) -> None:
         args.dtype, args.device, args.seed = first["dtype"], first["device"], int(first["seed"])
         args.threads = int(first["threads"])
         position = {(r["mode"], r["length"], r["causal"], r["method"]): i for i, r in enumerate(rows)}
+        causal = {"both": (True, False), "yes": (True,), "no": (False,)}[args.causal]
         cases = [
             key for key, i in position.items()
-            if _disturbed(rows[i], args.busy_threshold) or (key[3] in args.redo and not rows[i]["status"].startswith("skipped"))
+            if (_disturbed(rows[i], args.busy_threshold) or (key[3] in args.redo and not rows[i]["status"].startswith("skipped")))
+            and key[0] in args.modes and int(key[1]) in args.lengths and key[2] in causal  # the grid filters narrow it
         ]
         print(f"re-measuring {len(cases)} disturbed or failed rows of {output}", file=sys.stderr)
 

@@ -64,6 +64,7 @@ from torch import nn
 from torch.utils.data import DataLoader, default_collate
 
 from _common import (
+    README,
     REPO,
     RESULTS,
     CpuLoad,
@@ -72,6 +73,7 @@ from _common import (
     machine,
     markdown_table,
     short_commit,
+    update_readme,
     wait_for_quiet,
     write_rows,
 )
@@ -946,6 +948,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--in-process", action="store_true", help="run the groups in this process (tests)")
     parser.add_argument("--output", type=Path, help="CSV path (default benchmarks/results/train_<device>.csv)")
     parser.add_argument("--markdown", type=Path, metavar="CSV", help="only print the tables for an existing CSV")
+    parser.add_argument("--readme", type=Path, nargs="?", const=README, metavar="README",
+                        help="with --markdown: rewrite the tables' block of this README (default "
+                             "benchmarks/README.md) instead of printing")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.argv = [str(Path(__file__).resolve()), *(sys.argv[1:] if argv is None else argv)]
@@ -958,7 +963,11 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_group(json.loads(args.worker))))
         return
     if args.markdown:
-        print(markdown(read_rows(args.markdown)), end="")
+        tables = markdown(read_rows(args.markdown))
+        if args.readme:
+            update_readme("train-tables", tables, args.readme)
+        else:
+            print(tables, end="")
         return
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {args.device}: no CUDA device is visible to torch {torch.__version__}")

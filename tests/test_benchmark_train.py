@@ -169,3 +169,24 @@ def test_the_measured_waste_fixes_stay_in_place():
     model = build_model("logsparse", spec, d_model=8, n_heads=2, n_layers=2, d_ff=16, dropout=0.1)
     for block in model.blocks:  # the attention branch is dropped once, by the block
         assert block.dropout.p == 0.1 and block.attention.dropout.p == 0.0
+
+
+@pytest.mark.parametrize("script, block, csv_name", [("attention", "attention-tables", "attention_cpu.csv"),
+                                                      ("train", "train-tables", "train_cpu.csv")])
+def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, block, csv_name, tmp_path):
+    """Every figure in benchmarks/README.md's tables comes from the committed results."""
+    readme = tmp_path / "README.md"
+    committed = (BENCHMARKS / "README.md").read_text()
+    readme.write_text(committed)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(f"benchmark_{script}_readme", BENCHMARKS / f"{script}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the script runs
+        spec.loader.exec_module(module)
+        module.main(["--markdown", str(BENCHMARKS / "results" / csv_name), "--readme", str(readme)])
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        sys.modules.pop(f"benchmark_{script}_readme", None)
+    assert f"<!-- {block}:begin -->" in committed
+    assert readme.read_text() == committed
