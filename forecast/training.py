@@ -41,6 +41,9 @@ class TrainingConfig:
     trains on several processes; see docs/scaling.md). ``checkpoint_every_n_steps`` adds
     a ``last.ckpt`` every that many optimizer steps to the per-epoch checkpoints (with a
     ``run_dir``), so a run killed during a long epoch resumes close to where it died.
+    ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
+    the model's forward with ``torch.compile``; benchmarks/README.md measures both
+    (bf16 pays on CPUs with avx512_bf16; compiling pays only for long LogSparse runs).
     """
 
     max_epochs: int = 6
@@ -59,6 +62,7 @@ class TrainingConfig:
     precision: str | None = None
     limit_train_batches: float | int | None = None
     checkpoint_every_n_steps: int | None = None
+    compile_model: bool = False
     extra_trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -77,6 +81,8 @@ class TrainingConfig:
             raise ConfigError(f"strategy={self.strategy!r}; Fix: a Lightning strategy name such as 'auto' or 'ddp'.")
         if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, int) or self.num_nodes < 1:
             raise ConfigError(f"num_nodes must be an integer >= 1, got {self.num_nodes!r}")
+        if not isinstance(self.compile_model, bool):
+            raise ConfigError(f"compile_model must be true or false, got {self.compile_model!r}")
         every = self.checkpoint_every_n_steps
         if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
             raise ConfigError(
@@ -116,6 +122,17 @@ def _numpy_state_to_torch(state: tuple) -> dict[str, Any]:
 def _numpy_state_from_torch(state: dict[str, Any]) -> tuple:
     keys = state["keys"].numpy().astype(np.uint32)
     return state["name"], keys, state["position"], state["has_gauss"], state["cached_gaussian"]
+
+
+class CompileModel(Callback):
+    """Compiles the LightningModule's ``model`` in place (``nn.Module.compile``), so its
+    state_dict keys, checkpoints and saved weights stay those of the plain model."""
+
+    def __init__(self, backend: str = "inductor") -> None:
+        self.backend = backend
+
+    def setup(self, trainer, pl_module, stage: str) -> None:
+        pl_module.model.compile(backend=self.backend)
 
 
 class RandomStateCheckpoint(Callback):
@@ -169,6 +186,8 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     """
     callbacks = list(callbacks or [])
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
+    if config.compile_model:
+        callbacks.append(CompileModel())
     if run_dir is not None:
         directory = Path(run_dir) / "checkpoints"
         # No version counter: both callbacks write last.ckpt, and a resumed run overwrites its files.

@@ -145,3 +145,21 @@ def test_bad_settings_raise_config_errors():
         ForecastModule(model, loss="rmsle")
     with pytest.raises(ConfigError, match="lr_schedule"):
         ForecastModule(model, lr_schedule="step")
+
+
+def test_compiled_training_matches_eager_and_keeps_plain_state_dict_keys():
+    from forecast.training import CompileModel
+
+    assert any(isinstance(c, CompileModel) for c in
+               build_trainer(TrainingConfig(compile_model=True), None, enable_progress_bar=False).callbacks)
+    dm = datamodule("M")
+    states = []
+    for callbacks in ([], [CompileModel(backend="eager")]):  # eager: the compile path without minutes of codegen
+        torch.manual_seed(0)
+        module = ForecastModule(build_model("informer", DataSpec.from_datamodule(dm), **TINY), learning_rate=1e-3)
+        trainer(limit_train_batches=2, limit_val_batches=1, callbacks=callbacks).fit(module, datamodule=dm)
+        assert (module.model._compiled_call_impl is not None) == bool(callbacks)
+        states.append(module.model.state_dict())
+    assert states[0].keys() == states[1].keys()
+    for name, value in states[0].items():
+        torch.testing.assert_close(states[1][name], value)
