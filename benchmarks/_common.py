@@ -190,3 +190,11 @@ def update_readme(name: str, body: str, readme: Path = README) -> None:
 
     begin, end = readme_markers(name)
     readme.write_text(update_block(readme.read_text(), body.rstrip("\n") + "\n", begin, end))
+
+
+def emit_tables(name: str, tables: str, readme: Path | None) -> None:
+    """Print the ``--markdown`` tables, or rewrite the README's ``name`` block with them."""
+    if readme is None:
+        print(tables.rstrip("\n"))
+    else:
+        update_readme(name, tables, readme)

@@ -51,11 +51,11 @@ from _common import (
     RESULTS,
     busy_cpu_seconds,
     commit,
+    emit_tables,
     machine,
     markdown_table,
     others_cpu,
     own_cpu_seconds,
-    update_readme,
     wait_for_quiet,
 )
 
@@ -591,11 +591,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_worker(json.loads(args.worker))))
         return
     if args.markdown:
-        tables = markdown(read_csv(args.markdown))
-        if args.readme:
-            update_readme("attention-tables", tables, args.readme)
-        else:
-            print(tables)
+        emit_tables("attention-tables", markdown(read_csv(args.markdown)), args.readme)
         return
     if args.compare:
         print(compare(args))

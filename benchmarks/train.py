@@ -70,10 +70,10 @@ from _common import (
     CpuLoad,
     command_line,
     commit,
+    emit_tables,
     machine,
     markdown_table,
     short_commit,
-    update_readme,
     wait_for_quiet,
     write_rows,
 )
@@ -963,11 +963,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_group(json.loads(args.worker))))
         return
     if args.markdown:
-        tables = markdown(read_rows(args.markdown))
-        if args.readme:
-            update_readme("train-tables", tables, args.readme)
-        else:
-            print(tables, end="")
+        emit_tables("train-tables", markdown(read_rows(args.markdown)), args.readme)
         return
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {args.device}: no CUDA device is visible to torch {torch.__version__}")
