@@ -50,7 +50,7 @@ from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_ser
 from forecast.data.datamodule import standardize
 from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
 from forecast.metrics import sample_quantiles
-from forecast.models import MODELS, DataSpec, build_model
+from forecast.models import MODELS, DataSpec, build_model, model_options
 from forecast.errors import NonFiniteForecastError
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
@@ -114,19 +114,8 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
 
 
 def model_option_names(model: str) -> tuple[str, ...]:
-    """The options the registered ``model`` accepts: the fields of its config dataclass.
-
-    Read off a model built with default settings (``model.config``); a model without a
-    config dataclass (``naive``) takes none. The caller's torch RNG is left untouched.
-    """
-    if model not in MODELS:
-        raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
-    with _private_rng():
-        probe = build_model(model, _probe_spec(96, 48, 24))
-    config = getattr(probe, "config", None)
-    if config is None or not dataclasses.is_dataclass(config):
-        return ()
-    return tuple(f.name for f in dataclasses.fields(config))
+    """The options the registered ``model`` accepts: the fields of its config dataclass."""
+    return model_options(model)
 
 
 def _jsonable(value: Any, name: str) -> Any:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from forecast.errors import ConfigError
-from forecast.models import MODELS, DataSpec, Informer, InformerConfig, build_model
+from forecast.models import MODELS, DataSpec, Informer, InformerConfig, build_model, model_options
 
 TINY = dict(d_model=16, n_heads=2, d_ff=32, e_layers=2, d_layers=1, dropout=0.0, factor=2)
 LAYOUTS = {"M": (3, 3), "S": (1, 1), "MS": (3, 1)}  # features -> (c_in, c_out)
@@ -152,9 +152,19 @@ def test_data_spec_rejects_bad_sizes(bad, message):
 def test_registry_errors_name_the_choices():
     with pytest.raises(ConfigError, match="informer"):
         build_model("autoformer", spec())
-    with pytest.raises(ConfigError, match="no options"):
+    with pytest.raises(ConfigError, match=r"no option\(s\) \['d_model'\]; its options are none"):
         build_model("naive", spec(), d_model=16)
     with pytest.raises(ConfigError, match="fixes"):
         build_model("transformer", spec(), attention="prob")
-    with pytest.raises(ConfigError, match="model 'informer'"):
+    with pytest.raises(ConfigError, match=r"model 'informer' has no option\(s\) \['d_modle'\]; .*'d_model'"):
         build_model("informer", spec(), d_modle=16)
+    assert "d_model" in model_options("transformer") and "attention" not in model_options("transformer")
+
+
+def test_a_type_error_inside_a_model_is_not_reported_as_an_unknown_option(monkeypatch):
+    def broken(spec, **options):
+        raise TypeError("a bug inside the model")
+
+    monkeypatch.setitem(MODELS, "informer", broken)
+    with pytest.raises(TypeError, match="a bug inside the model"):
+        build_model("informer", spec(), d_model=16)

@@ -6,6 +6,7 @@ Every model: ``forward(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from torch import nn
@@ -23,11 +24,6 @@ def _informer(spec: DataSpec, **options: Any) -> nn.Module:
 
 def _transformer(spec: DataSpec, **options: Any) -> nn.Module:
     """The paper's Informer-dagger: full attention everywhere and no distilling."""
-    fixed = {"attention", "decoder_attention", "distil"} & options.keys()
-    if fixed:
-        raise ConfigError(
-            f"model 'transformer' fixes {sorted(fixed)}; use model 'informer' to choose them"
-        )
     return Informer(spec, InformerConfig(attention="full", decoder_attention="full",
                                          distil=False, **options))
 
@@ -36,9 +32,7 @@ def _logsparse(spec: DataSpec, **options: Any) -> nn.Module:
     return LogSparseTransformer(spec, LogSparseConfig(**options))
 
 
-def _naive(spec: DataSpec, **options: Any) -> nn.Module:
-    if options:
-        raise ConfigError(f"model 'naive' takes no options, got {sorted(options)}")
+def _naive(spec: DataSpec) -> nn.Module:
     return RepeatLast(spec)
 
 
@@ -55,14 +49,35 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-def build_model(name: str, spec: DataSpec, **options: Any) -> nn.Module:
-    """Build the registered model ``name`` for ``spec`` with model-specific ``options``."""
+# The config dataclass each registered model's options fill, and the fields its builder fixes.
+_CONFIGS: dict[str, tuple[type | None, frozenset[str]]] = {
+    "informer": (InformerConfig, frozenset()),
+    "transformer": (InformerConfig, frozenset({"attention", "decoder_attention", "distil"})),
+    "logsparse": (LogSparseConfig, frozenset()),
+    "naive": (None, frozenset()),
+    "seasonal_naive": (SeasonalNaiveConfig, frozenset()),
+}
+
+
+def model_options(name: str) -> tuple[str, ...]:
+    """The option names the registered model ``name`` accepts: its config dataclass's fields."""
     if name not in MODELS:
         raise ConfigError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
-    try:
-        return MODELS[name](spec, **options)
-    except TypeError as error:  # an option the model's config does not have
-        raise ConfigError(f"model {name!r}: {error}") from error
+    config, fixed = _CONFIGS.get(name, (None, frozenset()))
+    return tuple(f.name for f in dataclasses.fields(config) if f.name not in fixed) if config else ()
+
+
+def build_model(name: str, spec: DataSpec, **options: Any) -> nn.Module:
+    """Build the registered model ``name`` for ``spec`` with model-specific ``options``."""
+    known = model_options(name)
+    if name in _CONFIGS:  # a model registered at run time checks its own options
+        fixed = sorted(_CONFIGS[name][1] & options.keys())
+        if fixed:
+            raise ConfigError(f"model {name!r} fixes {fixed}; use model 'informer' to choose them")
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ConfigError(f"model {name!r} has no option(s) {unknown}; its options are {list(known) or 'none'}")
+    return MODELS[name](spec, **options)
 
 
 __all__ = [
@@ -76,4 +91,5 @@ __all__ = [
     "SeasonalNaive",
     "SeasonalNaiveConfig",
     "build_model",
+    "model_options",
 ]
