@@ -159,9 +159,12 @@ def run_experiment(
             log.info("resuming from %s", resume)
         # weights_only: checkpoints never unpickle code
         trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
+        # Read before testing: restoring the best checkpoint also restores the clock's state.
+        train_seconds, epochs = clock.seconds, trainer.current_epoch
         test_output = trainer.test(module, datamodule=datamodule, ckpt_path="best", verbose=False,
                                    weights_only=True)
     else:
+        train_seconds, epochs = 0.0, 0
         test_output = trainer.test(module, datamodule=datamodule, verbose=False)
     metrics = test_output[0]
     best_path = trainer.checkpoint_callback.best_model_path if trained else ""
@@ -173,8 +176,8 @@ def run_experiment(
         mse_orig=metrics.get("test_mse_orig", float("nan")),
         mae_orig=metrics.get("test_mae_orig", float("nan")),
         n_test_windows=int(metrics["test_windows"]),
-        epochs=trainer.current_epoch if trained else 0, best_epoch=best_epoch,
-        train_seconds=round(clock.seconds, 1), device=device_description(trainer),
+        epochs=epochs, best_epoch=best_epoch,
+        train_seconds=round(train_seconds, 1), device=device_description(trainer),
         version=forecast.__version__, commit=git_commit(),
         command=command,
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},

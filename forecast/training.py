@@ -278,7 +278,9 @@ def git_commit(default: str = "unknown") -> str:
     try:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
                                 capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        # Results files are outputs, not code: a run that appended rows is not "dirty".
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!experiments/results", ":!benchmarks/results"],
                                cwd=root, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return default
