@@ -163,3 +163,17 @@ def test_compiled_training_matches_eager_and_keeps_plain_state_dict_keys():
     assert states[0].keys() == states[1].keys()
     for name, value in states[0].items():
         torch.testing.assert_close(states[1][name], value)
+
+
+@pytest.mark.parametrize("name", ["informer", "logsparse"])
+def test_bf16_mixed_precision_trains_and_scores_every_window(name):
+    """The bf16 switch (`precision="bf16-mixed"`) on CPU: finite float32 metrics over every test window."""
+    dm = datamodule("M", batch_size=7)
+    torch.manual_seed(0)
+    module = ForecastModule(build_model(name, DataSpec.from_datamodule(dm), **OPTIONS[name]), learning_rate=1e-3)
+    run = trainer(limit_train_batches=2, limit_val_batches=1, precision="bf16-mixed")
+    run.fit(module, datamodule=dm)
+    metrics = run.test(module, datamodule=dm, verbose=False)[0]
+    assert metrics["test_windows"] == len(dm.test_dataset)
+    assert np.isfinite([metrics["test_mse"], metrics["test_mae"], metrics["test_mse_orig"]]).all()
+    assert all(p.dtype == torch.float32 for p in module.parameters())  # autocast: weights stay float32
