@@ -206,21 +206,14 @@ def _check_keys(given: Iterable[str], valid: Sequence[str], section: str, source
         raise ConfigError(f"{source}: unknown {section} option(s) {unknown}. Valid: {sorted(valid)}.{hint}")
 
 
-@functools.lru_cache(maxsize=None)
-def _model_options_of(model: str) -> tuple[str, ...]:
-    from forecast.api import model_option_names
-
-    return model_option_names(model)
-
-
 def _model_section(mapping: Mapping[str, Any], source: str) -> tuple[str, dict[str, Any]]:
-    from forecast.models import MODELS
+    from forecast.models import MODELS, model_options
 
     options = _require_mapping(mapping.get("model"), "model", source)
     name = options.pop("name", None)
     if not isinstance(name, str) or name not in MODELS:
         raise ConfigError(f"{source}: model.name={name!r}; Fix: name a registered model {sorted(MODELS)}.")
-    _check_keys(options, _model_options_of(name), f"model {name!r}", source)
+    _check_keys(options, model_options(name), f"model {name!r}", source)
     collisions = sorted(set(options) & {*data_option_names(), *trainer_option_names(), *_LOADER, *TOP_LEVEL})
     if collisions:
         raise ConfigError(f"{source}: model {name!r} options {collisions} share names with data or trainer "
