@@ -9,9 +9,9 @@ torch, Lightning and pandas load only when something needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from forecast._lazy import lazy_attributes
 from forecast.errors import ConfigError, DataError, ForecastError
 
 __version__ = "0.1.0"
@@ -44,15 +44,4 @@ if TYPE_CHECKING:
     from forecast.training import TrainingConfig
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'forecast' has no attribute {name!r}")
-    module = importlib.import_module(module_name)
-    value = module if module_name == f"forecast.{name}" else getattr(module, name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)

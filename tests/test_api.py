@@ -281,6 +281,19 @@ def test_every_registered_model_works_through_the_forecaster(model, csv, frame, 
         assert isinstance(figure, Figure)
 
 
+@pytest.mark.parametrize(("model", "time_encoding"),
+                         [("informer", "timeF"), ("informer", "fixed"), ("logsparse", "learned")])
+def test_yearly_series_without_calendar_features_fit_and_predict(model, time_encoding):
+    frame = make_frame(rows=120, freq="YS", seed=2)
+    fc = Forecaster(model, seq_len=12, label_len=6, pred_len=3, time_encoding=time_encoding, max_epochs=1,
+                    learning_rate=1e-3, **tiny(model)).fit(frame)
+    assert fc.datamodule.n_time_features == 0
+    future = fc.predict()
+    pd.testing.assert_index_equal(future.index, pd.date_range(frame["date"].iloc[-1], periods=4, freq="YS")[1:],
+                                  check_names=False)
+    assert np.isfinite(future.to_numpy()).all()
+
+
 # ------------------------------------------------------------------ probabilistic
 
 
@@ -371,6 +384,10 @@ def test_registered_dataset_gets_its_canonical_split():
 
 def test_import_forecast_is_light_and_exports_the_api():
     code = "import sys, forecast; assert 'torch' not in sys.modules and 'pandas' not in sys.modules"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    code = ("import sys; from forecast import datasets; from forecast.data import DataConfig, read_csv; "
+            "assert 'torch' not in sys.modules and 'lightning' not in sys.modules, 'loading a CSV imports torch'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     from forecast import ForecastModule, datasets, plotting

@@ -1,10 +1,15 @@
-"""Data pipeline: CSV validation, splits, scaling, time features and forecasting windows."""
+"""Data pipeline: CSV validation, splits, scaling, time features and forecasting windows.
+
+The torch and Lightning parts (``WindowDataset``, ``WindowDataModule``) load on first use,
+so reading and validating a CSV (``forecast.datasets.load``) never imports them.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from forecast._lazy import lazy_attributes
 from forecast.data.config import DataConfig
-from forecast.data.datamodule import FutureBatch, WindowDataModule, describe_splits
-from forecast.data.dataset import ITEM_KEYS, WindowDataset
 from forecast.data.io import TimeSeries, prepare_series, read_csv
 from forecast.data.splits import SPLIT_PROTOCOLS, FractionSplit, RowSplit, split_borders, window_count
 from forecast.data.timefeatures import (
@@ -40,3 +45,17 @@ __all__ = [
     "timef_feature_names",
     "window_count",
 ]
+
+_TORCH_PARTS = {
+    "ITEM_KEYS": "forecast.data.dataset",
+    "WindowDataset": "forecast.data.dataset",
+    "FutureBatch": "forecast.data.datamodule",
+    "WindowDataModule": "forecast.data.datamodule",
+    "describe_splits": "forecast.data.datamodule",
+}
+
+if TYPE_CHECKING:
+    from forecast.data.datamodule import FutureBatch, WindowDataModule, describe_splits
+    from forecast.data.dataset import ITEM_KEYS, WindowDataset
+
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _TORCH_PARTS)

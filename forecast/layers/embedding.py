@@ -11,6 +11,7 @@ Deliberate deviations from the original code, each named where it lives:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -94,6 +95,36 @@ class CalendarEmbedding(nn.Module):
         return sum(table(fields[..., i]) for i, table in enumerate(self.tables))  # [B, L, D]
 
 
+class NoTimeEmbedding(nn.Module):
+    """Series without calendar features (yearly data: F = 0) add nothing for time."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.d_model = d_model
+
+    def forward(self, x_mark: torch.Tensor) -> torch.Tensor:
+        return x_mark.new_zeros(*x_mark.shape[:-1], self.d_model)  # [B, L, 0] -> [B, L, D]
+
+
+def time_embedding(
+    d_model: int,
+    n_time_features: int,
+    time_encoding: TimeEncoding = "timeF",
+    time_feature_sizes: Sequence[int] | None = None,
+) -> nn.Module:
+    """The calendar embedding ``[B, L, F] -> [B, L, D]`` of an encoding."""
+    if n_time_features == 0:
+        return NoTimeEmbedding(d_model)
+    if time_encoding == "timeF":
+        return TimeFeatureEmbedding(n_time_features, d_model)
+    if not time_feature_sizes or len(time_feature_sizes) != n_time_features:
+        raise ConfigError(
+            f"time_encoding={time_encoding!r} needs one table size per calendar field "
+            f"(got {time_feature_sizes} for {n_time_features} fields)"
+        )
+    return CalendarEmbedding(list(time_feature_sizes), d_model, time_encoding == "learned")
+
+
 class DataEmbedding(nn.Module):
     """Value + position + calendar embedding, then dropout: ``[B, L, C], [B, L, F] -> [B, L, D]``."""
 
@@ -110,15 +141,7 @@ class DataEmbedding(nn.Module):
         super().__init__()
         self.value = ValueEmbedding(c_in, d_model, padding_mode)
         self.position = PositionalEmbedding(d_model)
-        if time_encoding == "timeF":
-            self.time: nn.Module = TimeFeatureEmbedding(n_time_features, d_model)
-        else:
-            if not time_feature_sizes or len(time_feature_sizes) != n_time_features:
-                raise ConfigError(
-                    f"time_encoding={time_encoding!r} needs one table size per calendar field "
-                    f"(got {time_feature_sizes} for {n_time_features} fields)"
-                )
-            self.time = CalendarEmbedding(time_feature_sizes, d_model, time_encoding == "learned")
+        self.time = time_embedding(d_model, n_time_features, time_encoding, time_feature_sizes)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from forecast.errors import ConfigError
@@ -21,10 +22,13 @@ class DataSpec:
     time_feature_sizes: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("seq_len", "pred_len", "c_in", "c_out", "n_time_features"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not 0 <= self.label_len <= self.seq_len:
+        # F = 0 is valid: yearly data has no calendar features.
+        for name, minimum in (("seq_len", 1), ("label_len", 0), ("pred_len", 1), ("c_in", 1),
+                              ("c_out", 1), ("n_time_features", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+                raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        if self.label_len > self.seq_len:
             raise ConfigError(
                 f"label_len must lie in [0, seq_len={self.seq_len}], got {self.label_len}: "
                 "the decoder's start token is the last label_len steps of the input window"

@@ -58,7 +58,7 @@ from torch import Tensor, nn
 from forecast.errors import ConfigError, DataError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, PreNormCausalBlock
-from forecast.layers.embedding import CalendarEmbedding, PositionalEmbedding, TimeFeatureEmbedding
+from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import validate_logsparse_options
 from forecast.models.base import DataSpec
 
@@ -185,11 +185,9 @@ class LogSparseTransformer(nn.Module):
         self.n_inputs = self.n_exogenous + 1 if independent else spec.c_in
         d_model = config.d_model
         self.value_embedding = nn.Linear(2 * self.n_inputs, d_model)
-        if spec.time_encoding == "timeF":
-            self.time_embedding: nn.Module = TimeFeatureEmbedding(spec.n_time_features, d_model)
-        else:
-            sizes = list(spec.time_feature_sizes or ())
-            self.time_embedding = CalendarEmbedding(sizes, d_model, learned=spec.time_encoding == "learned")
+        self.time_embedding = time_embedding(
+            d_model, spec.n_time_features, spec.time_encoding, spec.time_feature_sizes
+        )
         self.position_embedding = PositionalEmbedding(d_model)
         self.series_embedding = (
             nn.Embedding(spec.c_out, d_model) if independent and config.series_embedding else None
