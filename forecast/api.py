@@ -46,6 +46,7 @@ from torch import nn
 
 import forecast
 from forecast import datasets as registry
+from forecast.checks import require_bool, require_levels
 from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_series, time_features
 from forecast.data.datamodule import standardize
 from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
@@ -149,13 +150,7 @@ def _is_jsonable(value: Any) -> bool:
 
 
 def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
-    if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence):
-        raise ConfigError(f"quantiles={levels!r}; Fix: pass a sequence of levels in (0, 1), e.g. (0.1, 0.5, 0.9).")
-    checked = []
-    for level in levels:
-        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
-            raise ConfigError(f"quantiles={levels!r}: {level!r} is not a level in (0, 1).")
-        checked.append(float(level))
+    checked = require_levels("quantiles", levels, allow_empty=True)
     if len(set(checked)) != len(checked):
         raise ConfigError(f"quantiles={levels!r} repeats a level.")
     return tuple(sorted(checked))
@@ -393,11 +388,9 @@ class Forecaster:
     ) -> None:
         if model not in MODELS:
             raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
-        if not isinstance(progress, bool):
-            raise ConfigError(f"progress={progress!r}; Fix: pass True or False.")
         self._model_name = model
         self._quantiles = _check_quantiles(quantiles)
-        self._progress = progress
+        self._progress = require_bool("progress", progress)
         self._callbacks = list(options.pop("callbacks", None) or [])
         data_options, training_options, trainer_options, model_options = self._route(options)
         shared = {name: options[name] for name in _SHARED_OPTIONS if name in options}
@@ -413,11 +406,8 @@ class Forecaster:
                 f"Trainer options {managed} are managed by the Forecaster: checkpoints and their directory "
                 "follow fit(run_dir=...), and callbacks=[...] is a constructor option of its own."
             )
-        try:
-            self._training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
-                                            extra_trainer_options=extra)
-        except TypeError as error:  # a comparison with a value of the wrong type
-            raise ConfigError(f"training options {training_options!r}: {error}") from error
+        self._training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
+                                        extra_trainer_options=extra)
         self._model_options = model_options
         self._check_model_options()
         self._new_module(nn.Identity(), None)  # validates loss, learning_rate and lr_schedule

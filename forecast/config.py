@@ -48,6 +48,7 @@ from typing import Any
 import yaml
 
 from forecast import datasets as registry
+from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
 
 __all__ = [
@@ -248,18 +249,17 @@ def _trainer_section(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 def _top_level(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
     """``seed``, ``run_dir``, ``quantiles`` and ``progress``, checked."""
-    seed = mapping.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"{source}: seed={seed!r}; Fix: a non-negative integer.")
+    try:
+        seed = require_int("seed", mapping.get("seed", 0), 0)
+        progress = require_bool("progress", mapping.get("progress", False))
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
     run_dir = mapping.get("run_dir")
     if run_dir is not None and not isinstance(run_dir, str):
         raise ConfigError(f"{source}: run_dir={run_dir!r}; Fix: a directory path.")
     quantiles = mapping.get("quantiles")
     if quantiles is not None and not isinstance(quantiles, list):
         raise ConfigError(f"{source}: quantiles={quantiles!r}; Fix: a list of levels, e.g. [0.1, 0.5, 0.9].")
-    progress = mapping.get("progress", False)
-    if not isinstance(progress, bool):
-        raise ConfigError(f"{source}: progress={progress!r}; Fix: true or false.")
     return {"seed": seed, "run_dir": run_dir, "quantiles": tuple(quantiles) if quantiles is not None else None,
             "progress": progress}
 

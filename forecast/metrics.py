@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -81,6 +80,7 @@ import pandas as pd
 import torch
 import torchmetrics
 
+from forecast.checks import require_choice, require_int, require_levels, require_real
 from forecast.errors import ConfigError, DataError
 
 __all__ = [
@@ -136,37 +136,16 @@ _LEVEL_DIGITS = 9
 # --------------------------------------------------------------------------- validation
 
 
-def _check_breakdown(by: str) -> None:
-    if by not in _BREAKDOWNS:
-        raise ConfigError(f"by={by!r} is not a breakdown; use one of {_BREAKDOWNS}.")
-
-
 def _check_zero_policy(zeros: str, eps: float) -> None:
-    if zeros not in _ZERO_POLICIES:
-        raise ConfigError(f"zeros={zeros!r} is not a zero-truth policy; use one of {_ZERO_POLICIES}.")
-    if isinstance(eps, bool) or not (isinstance(eps, numbers.Real) and math.isfinite(eps) and eps >= 0):
-        raise ConfigError(f"eps={eps!r} must be a finite number >= 0 (|true| <= eps counts as zero).")
+    require_choice("zeros", zeros, _ZERO_POLICIES)
+    require_real("eps", eps, low=0, hint="|true| <= eps counts as zero")
 
 
-def _check_level(value: float, name: str) -> float:
-    if isinstance(value, bool) or not (isinstance(value, numbers.Real) and 0.0 < value < 1.0):
-        raise ConfigError(f"{name}={value!r} must be a number strictly between 0 and 1.")
-    return float(value)
-
-
-def _check_levels(values: Sequence[float], name: str) -> tuple[float, ...]:
-    if isinstance(values, numbers.Real) or len(values) == 0:
-        raise ConfigError(f"{name}={values!r} must be a non-empty sequence of numbers in (0, 1).")
-    checked = tuple(_check_level(value, name) for value in values)
+def _check_levels(values: Sequence[float], name: str, allow_empty: bool = False) -> tuple[float, ...]:
+    checked = require_levels(name, values, allow_empty=allow_empty)
     if len({round(value, _LEVEL_DIGITS) for value in checked}) != len(checked):
         raise ConfigError(f"{name}={values!r} repeats a value; list each one once.")
     return checked
-
-
-def _check_optional_size(value: int | None, name: str) -> int | None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ConfigError(f"{name}={value!r} must be a positive int or None (taken from the first batch).")
-    return value
 
 
 def _to_float64(values: Array) -> Array:
@@ -205,7 +184,7 @@ def _checked_arrays(arrays: Mapping[str, Any]) -> list[Array]:
 
 def _reduction_axes(shape: tuple[int, ...], by: Breakdown) -> tuple[int, ...]:
     """Axes to reduce so that ``by`` is left: P is axis -2, C is axis -1."""
-    _check_breakdown(by)
+    require_choice("by", by, _BREAKDOWNS)
     ndim = len(shape)
     if by == "all":
         return tuple(range(ndim))
@@ -353,7 +332,7 @@ def rho_risk(quantile_pred: Array, true: Array, rho: float, *, by: Breakdown = "
     per-horizon value is the rho-risk of that step over all windows and variables. NaN where
     the truth sums to zero in absolute value.
     """
-    rho = _check_level(rho, "rho")
+    rho = require_real("rho", rho, low=0, high=1, low_open=True, high_open=True)
     quantile64, true64 = _checked_arrays({"quantile_pred": quantile_pred, "true": true})
     axes = _reduction_axes(true64.shape, by)
     loss_sum = _pinball(quantile64, true64, rho).sum(axis=axes)
@@ -392,7 +371,7 @@ def coverage(lower: Array, upper: Array, true: Array, *, by: Breakdown = "all") 
 
 def interval_coverage(samples: Array, true: Array, level: float = 0.8, *, by: Breakdown = "all") -> float | Array:
     """Coverage of the central interval of nominal ``level`` of sample paths ``[S, N, P, C]``."""
-    level = _check_level(level, "level")
+    level = require_real("level", level, low=0, high=1, low_open=True, high_open=True)
     _check_samples_match(samples, true)
     bounds = sample_quantiles(samples, _interval_bounds(level))  # [2, N, P, C]
     return coverage(bounds[0], bounds[1], true, by=by)
@@ -506,7 +485,8 @@ class _GridMetric(torchmetrics.Metric):
 
     def __init__(self, horizon: int | None, n_variables: int | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._given_shape = (_check_optional_size(horizon, "horizon"), _check_optional_size(n_variables, "n_variables"))
+        self._given_shape = tuple(require_int(name, value, 1, optional=True, hint="None: taken from the first batch")
+                                  for name, value in (("horizon", horizon), ("n_variables", n_variables)))
         self._grid_shape = self._given_shape
         self.add_state("n_windows", default=torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
 
@@ -648,7 +628,7 @@ class ProbabilisticAccumulator(_GridMetric):
         **kwargs: Any,
     ) -> None:
         self.rhos = _check_levels(rhos, "rhos")
-        self.levels = _check_levels(levels, "levels") if len(levels) else ()
+        self.levels = _check_levels(levels, "levels", allow_empty=True)
         super().__init__(horizon, n_variables, **kwargs)
         bounds = [bound for level in self.levels for bound in _interval_bounds(level)]
         self._needed = tuple(dict.fromkeys(round(value, _LEVEL_DIGITS) for value in (*self.rhos, *bounds)))

@@ -20,7 +20,8 @@ import torch.nn.functional as F
 import torchmetrics
 from torch import nn
 
-from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.checks import require_choice, require_int, require_real
+from forecast.errors import NonFiniteForecastError
 from forecast.metrics import MetricAccumulator, ProbabilisticAccumulator, report
 
 LossName = Literal["mse", "mae", "huber"]
@@ -31,6 +32,7 @@ LOSSES = {
     "mae": F.l1_loss,
     "huber": F.huber_loss,
 }
+LR_SCHEDULES: tuple[str, ...] = ("halve", "cosine", "none")
 
 
 
@@ -64,16 +66,12 @@ class ForecastModule(L.LightningModule):
         sample_seed: int = 0,
     ):
         super().__init__()
-        if loss not in LOSSES:
-            raise ConfigError(f"unknown loss {loss!r}; choose one of {sorted(LOSSES)}")
-        if lr_schedule not in ("halve", "cosine", "none"):
-            raise ConfigError(f"unknown lr_schedule {lr_schedule!r}; choose halve, cosine or none")
-        for name, value, positive in (("learning_rate", learning_rate, True), ("weight_decay", weight_decay, False)):
-            number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            if not number or value < 0 or (positive and value == 0):
-                raise ConfigError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
-        if n_samples < 1:
-            raise ConfigError(f"n_samples must be at least 1, got {n_samples}")
+        require_choice("loss", loss, tuple(LOSSES))
+        require_choice("lr_schedule", lr_schedule, LR_SCHEDULES)
+        require_real("learning_rate", learning_rate, low=0, low_open=True)
+        require_real("weight_decay", weight_decay, low=0)
+        require_int("n_samples", n_samples, 1)
+        require_int("sample_seed", sample_seed)
         self.save_hyperparameters(ignore=["model"])
         self.model = model
         self.loss_fn = LOSSES[loss]

@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 from lightning.pytorch.callbacks import Callback
 
+from forecast.checks import require_ints
 from forecast.config import CONFIG_NAME, RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
 from forecast.experiment import Experiment, run_experiment
@@ -71,9 +72,7 @@ class SweepSpec:
             object.__setattr__(self, name, Path(getattr(self, name)))
         object.__setattr__(self, "configs", tuple(Path(path) for path in self.configs))
         for name in ("horizons", "seeds"):
-            values = getattr(self, name)
-            if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
-                raise ConfigError(f"sweep {name}={list(values)!r}; Fix: non-negative integers.")
+            object.__setattr__(self, name, require_ints(name, getattr(self, name), 0, allow_empty=True))
         for name in ("datasets", "models", "features"):
             if any(not isinstance(v, str) for v in getattr(self, name)):
                 raise ConfigError(f"sweep {name}={list(getattr(self, name))!r}; Fix: a list of names.")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import pickle
 import platform
@@ -28,7 +27,9 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 
 import forecast
+from forecast.checks import require_bool, require_choice, require_int, require_real
 from forecast.errors import ConfigError
+from forecast.module import LOSSES, LR_SCHEDULES
 
 log = logging.getLogger(__name__)
 
@@ -67,28 +68,20 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         for name, minimum in (("max_epochs", 0), ("patience", 1), ("batch_size", 1), ("seed", 0),
-                              ("num_workers", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        for name, minimum in (("learning_rate", None), ("weight_decay", 0.0)):
-            value = getattr(self, name)
-            valid = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            if not valid or (value <= 0 if minimum is None else value < minimum):
-                bound = "> 0" if minimum is None else f">= {minimum}"
-                raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
+                              ("num_workers", 0), ("num_nodes", 1)):
+            require_int(name, getattr(self, name), minimum)
+        require_real("learning_rate", self.learning_rate, low=0, low_open=True)
+        require_real("weight_decay", self.weight_decay, low=0)
+        require_choice("loss", self.loss, tuple(LOSSES))
+        require_choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)
         if not isinstance(self.strategy, str) or not self.strategy:
             raise ConfigError(f"strategy={self.strategy!r}; Fix: a Lightning strategy name such as 'auto' or 'ddp'.")
-        if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, int) or self.num_nodes < 1:
-            raise ConfigError(f"num_nodes must be an integer >= 1, got {self.num_nodes!r}")
-        if not isinstance(self.compile_model, bool):
-            raise ConfigError(f"compile_model must be true or false, got {self.compile_model!r}")
-        every = self.checkpoint_every_n_steps
-        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-            raise ConfigError(
-                f"checkpoint_every_n_steps must be None (a checkpoint per epoch only) or an integer >= 1, "
-                f"got {every!r}"
-            )
+        require_bool("compile_model", self.compile_model)
+        require_int("checkpoint_every_n_steps", self.checkpoint_every_n_steps, 1, optional=True,
+                    hint="None: a checkpoint per epoch only")
+        if not isinstance(self.extra_trainer_options, dict):
+            raise ConfigError(f"extra_trainer_options must be a dict of lightning.Trainer arguments, "
+                              f"got extra_trainer_options={self.extra_trainer_options!r}")
 
 
 class TrainClock(Callback):

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from pandas.tseries.frequencies import to_offset
 
+from forecast.checks import require_choice
 from forecast.errors import (
     ConfigError,
     CsvReadError,
@@ -416,10 +417,8 @@ def prepare_series(
     ``columns`` selects variables (the target is always kept); their order stays the
     table's, with the target moved last.
     """
-    if features not in FEATURES:
-        raise ConfigError(f"features={features!r}; Fix: use one of {FEATURES}.")
-    if fill_nan is not None and fill_nan not in FILL_POLICIES:
-        raise ConfigError(f"fill_nan={fill_nan!r}; Fix: use None or one of {FILL_POLICIES}.")
+    require_choice("features", features, FEATURES)
+    require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
     dates, variables = _extract_dates(frame, date_column, origin)
     _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)

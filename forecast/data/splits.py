@@ -15,18 +15,14 @@ previous split and their first forecast step is the block's first row. A split o
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
+from forecast.checks import is_int, is_real
 from forecast.errors import ConfigError, SeriesTooShortError
 
 SPLIT_NAMES: tuple[str, str, str] = ("train", "val", "test")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -39,7 +35,7 @@ class RowSplit:
 
     def __post_init__(self) -> None:
         ends = (self.train_end, self.val_end, self.test_end)
-        if not all(_is_int(e) for e in ends) or not 0 < self.train_end < self.val_end < self.test_end:
+        if not all(is_int(e) for e in ends) or not 0 < self.train_end < self.val_end < self.test_end:
             raise ConfigError(
                 f"row split {ends!r}: Fix: give three increasing positive integers "
                 "(train_end, val_end, test_end), each split owning the rows up to its end."
@@ -65,7 +61,7 @@ class FractionSplit:
 
     def __post_init__(self) -> None:
         parts = (self.train, self.val, self.test)
-        valid = all(isinstance(p, (int, float)) and not isinstance(p, bool) and 0 < p < 1 for p in parts)
+        valid = all(is_real(p) and 0 < p < 1 for p in parts)
         if not valid or not math.isclose(sum(parts), 1.0, abs_tol=1e-9):
             raise ConfigError(
                 f"fraction split {parts!r}: Fix: give three fractions in (0, 1) that sum to 1, "
@@ -103,7 +99,7 @@ def resolve_split(spec: SplitLike) -> tuple[str, Split]:
     if isinstance(spec, (RowSplit, FractionSplit)):
         return ("rows" if isinstance(spec, RowSplit) else "fractions"), spec
     if isinstance(spec, Sequence) and len(spec) == 3:
-        if all(_is_int(v) for v in spec):
+        if all(is_int(v) for v in spec):
             return "rows", RowSplit(*(int(v) for v in spec))
         return "fractions", FractionSplit(*spec)
     raise ConfigError(

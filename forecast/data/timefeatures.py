@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from forecast.checks import require_choice
 from forecast.data.io import parse_offset
 from forecast.errors import ConfigError
 
@@ -173,14 +174,9 @@ def calendar_fields(freq: str | pd.DateOffset) -> tuple[CalendarField, ...]:
     return tuple(fields)
 
 
-def _check_encoding(encoding: str) -> None:
-    if encoding not in TIME_ENCODINGS:
-        raise ConfigError(f"time_encoding={encoding!r}; Fix: use one of {TIME_ENCODINGS}.")
-
-
 def time_feature_sizes(freq: str | pd.DateOffset, encoding: str = "timeF") -> list[int] | None:
     """Embedding-table sizes of the integer fields; ``None`` for ``timeF``."""
-    _check_encoding(encoding)
+    require_choice("time_encoding", encoding, TIME_ENCODINGS)
     if encoding == "timeF":
         return None
     return [field.size for field in calendar_fields(freq)]
@@ -188,7 +184,7 @@ def time_feature_sizes(freq: str | pd.DateOffset, encoding: str = "timeF") -> li
 
 def n_time_features(freq: str | pd.DateOffset, encoding: str = "timeF") -> int:
     """Number of time-feature columns F."""
-    _check_encoding(encoding)
+    require_choice("time_encoding", encoding, TIME_ENCODINGS)
     if encoding == "timeF":
         return len(timef_feature_names(freq))
     return len(calendar_fields(freq))
@@ -198,7 +194,7 @@ def time_features(
     dates: pd.DatetimeIndex, freq: str | pd.DateOffset, encoding: str = "timeF"
 ) -> np.ndarray:
     """Time features of each timestamp: float32 ``[T, F]`` (integers for fixed/learned)."""
-    _check_encoding(encoding)
+    require_choice("time_encoding", encoding, TIME_ENCODINGS)
     dates = pd.DatetimeIndex(dates)
     if encoding == "timeF":
         columns = [np.asarray(_TIMEF[name](dates), dtype=np.float64) for name in timef_feature_names(freq)]

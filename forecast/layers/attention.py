@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from forecast.checks import require_choice, require_int, require_real
 from forecast.errors import ConfigError
 from forecast.layers.masks import (
     causal_mask,
@@ -59,18 +60,6 @@ LAZY_FILLS = ("mean", "cumsum")
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _validate_dropout(dropout: float) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-        raise ConfigError(f"dropout must be a float in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _validate_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -143,7 +132,7 @@ class FullAttention(nn.Module):
     def __init__(self, causal: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
         self.causal = bool(causal)
-        self.dropout = _validate_dropout(dropout)
+        self.dropout = require_real("dropout", dropout, low=0, high=1, high_open=True)
 
     def extra_repr(self) -> str:
         return f"causal={self.causal}, dropout={self.dropout}"
@@ -455,15 +444,11 @@ class ProbSparseAttention(nn.Module):
         causal_lazy_fill: str = "mean",
     ) -> None:
         super().__init__()
-        self.factor = _validate_positive_int("factor", factor)
+        self.factor = require_int("factor", factor, 1)
         self.causal = bool(causal)
-        self.dropout = _validate_dropout(dropout)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ConfigError(f"seed must be None or a non-negative integer, got {seed!r}")
-        self.seed = seed
-        if causal_lazy_fill not in LAZY_FILLS:
-            raise ConfigError(f"causal_lazy_fill must be one of {LAZY_FILLS}, got {causal_lazy_fill!r}")
-        self.causal_lazy_fill = causal_lazy_fill
+        self.dropout = require_real("dropout", dropout, low=0, high=1, high_open=True)
+        self.seed = require_int("seed", seed, 0, optional=True)
+        self.causal_lazy_fill = require_choice("causal_lazy_fill", causal_lazy_fill, LAZY_FILLS)
         self._train_generator: torch.Generator | None = None
         self.register_load_state_dict_pre_hook(_default_generator_state)
 
@@ -720,7 +705,7 @@ class LogSparseAttention(nn.Module):
         validate_logsparse_options(local_window, sub_len)
         self.local_window = local_window
         self.sub_len = sub_len
-        self.dropout = _validate_dropout(dropout)
+        self.dropout = require_real("dropout", dropout, low=0, high=1, high_open=True)
         self.dense_reference = bool(dense_reference)
         if logsparse_pattern_is_dense(local_window, sub_len):
             logger.warning(
@@ -777,9 +762,9 @@ class CausalConv1dProjection(nn.Module):
 
     def __init__(self, in_features: int, out_features: int, kernel_size: int = 1, bias: bool = True) -> None:
         super().__init__()
-        _validate_positive_int("in_features", in_features)
-        _validate_positive_int("out_features", out_features)
-        self.kernel_size = _validate_positive_int("kernel_size", kernel_size)
+        require_int("in_features", in_features, 1)
+        require_int("out_features", out_features, 1)
+        self.kernel_size = require_int("kernel_size", kernel_size, 1)
         self.conv = nn.Conv1d(in_features, out_features, kernel_size, bias=bias)
 
     def forward(self, inputs: Tensor) -> Tensor:
@@ -812,8 +797,8 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        _validate_positive_int("d_model", d_model)
-        _validate_positive_int("n_heads", n_heads)
+        require_int("d_model", d_model, 1)
+        require_int("n_heads", n_heads, 1)
         if d_model % n_heads:
             raise ConfigError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
         self.attention = attention
@@ -823,7 +808,7 @@ class MultiHeadAttention(nn.Module):
         self.key_projection = CausalConv1dProjection(d_model, d_model, qk_kernel_size, bias)
         self.value_projection = nn.Linear(d_model, d_model, bias=bias)
         self.out_projection = nn.Linear(d_model, d_model, bias=bias)
-        self.dropout = nn.Dropout(_validate_dropout(dropout))
+        self.dropout = nn.Dropout(require_real("dropout", dropout, low=0, high=1, high_open=True))
 
     def _check_inputs(self, queries: Tensor, keys: Tensor, values: Tensor) -> None:
         shapes = f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from forecast.errors import ConfigError
+from forecast.checks import require_int
 
 __all__ = [
     "causal_mask",
@@ -29,12 +29,6 @@ __all__ = [
 ]
 
 
-def _require_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def validate_logsparse_options(local_window: int, sub_len: int | None) -> None:
     """Raise :class:`ConfigError` unless the LogSparse options are usable.
 
@@ -42,20 +36,15 @@ def validate_logsparse_options(local_window: int, sub_len: int | None) -> None:
     or a sub-sequence length >= 2. ``sub_len=1`` is rejected: the public
     implementations' default, it empties every row of their mask.
     """
-    _require_int("local_window", local_window, 0)
-    if sub_len is not None:
-        if isinstance(sub_len, int) and not isinstance(sub_len, bool) and sub_len < 2:
-            raise ConfigError(
-                f"sub_len must be None (no restart) or an integer >= 2, got {sub_len!r}; "
-                "sub_len=1 would leave every query without keys"
-            )
-        _require_int("sub_len", sub_len, 2)
+    require_int("local_window", local_window, 0)
+    require_int("sub_len", sub_len, 2, optional=True,
+                hint="None: no restart; sub_len=1 would leave every query without keys")
 
 
 def causal_mask(query_len: int, key_len: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Boolean ``[L, S]`` mask, ``True`` where query ``i`` may see key ``j`` (``j <= i``)."""
-    _require_int("query_len", query_len, 1)
-    _require_int("key_len", key_len, 1)
+    require_int("query_len", query_len, 1)
+    require_int("key_len", key_len, 1)
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).tril()
 
 
@@ -85,7 +74,7 @@ def logsparse_offsets(length: int, local_window: int = 0, sub_len: int | None = 
       reading follows the reference code's ``row_mask``; its extra rule that makes
       early rows dense is not reproduced.
     """
-    _require_int("length", length, 1)
+    require_int("length", length, 1)
     validate_logsparse_options(local_window, sub_len)
     if sub_len is None:
         return tuple(_log_steps(local_window, length))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
+from forecast.checks import require_choice, require_int, require_ints
 from forecast.errors import ConfigError
 
 
@@ -25,9 +25,7 @@ class DataSpec:
         # F = 0 is valid: yearly data has no calendar features.
         for name, minimum in (("seq_len", 1), ("label_len", 0), ("pred_len", 1), ("c_in", 1),
                               ("c_out", 1), ("n_time_features", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-                raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            require_int(name, getattr(self, name), minimum)
         if self.label_len > self.seq_len:
             raise ConfigError(
                 f"label_len must lie in [0, seq_len={self.seq_len}], got {self.label_len}: "
@@ -35,10 +33,10 @@ class DataSpec:
             )
         if self.c_out > self.c_in:
             raise ConfigError(f"c_out={self.c_out} cannot exceed c_in={self.c_in}")
-        if self.time_encoding not in ("timeF", "fixed", "learned"):
-            raise ConfigError(
-                f"unknown time_encoding {self.time_encoding!r}; choose timeF, fixed or learned"
-            )
+        require_choice("time_encoding", self.time_encoding, ("timeF", "fixed", "learned"))
+        if self.time_feature_sizes is not None:
+            sizes = require_ints("time_feature_sizes", self.time_feature_sizes, 1, allow_empty=True)
+            object.__setattr__(self, "time_feature_sizes", sizes)
         if self.time_encoding != "timeF" and (
             self.time_feature_sizes is None or len(self.time_feature_sizes) != self.n_time_features
         ):

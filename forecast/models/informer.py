@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from forecast.checks import require_bool, require_choice, require_int, require_ints, require_real
 from forecast.errors import ConfigError
 from forecast.layers.attention import ATTENTIONS, MultiHeadAttention, build_attention
 from forecast.layers.blocks import (
@@ -53,28 +54,23 @@ class InformerConfig:
     attention_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.d_model < 1 or self.n_heads < 1 or self.d_model % self.n_heads:
-            raise ConfigError(
-                f"d_model={self.d_model} must be a positive multiple of n_heads={self.n_heads}"
-            )
-        for name in ("e_layers", "d_layers", "d_ff", "factor"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must lie in [0, 1), got {self.dropout}")
-        for name in (self.attention, self.decoder_attention or self.attention):
-            if name not in ATTENTIONS:
-                raise ConfigError(
-                    f"unknown attention {name!r}; choose one of {sorted(ATTENTIONS)}"
-                )
-        if self.activation not in ("gelu", "relu"):
-            raise ConfigError(f"activation must be 'gelu' or 'relu', got {self.activation!r}")
-        if self.padding_mode not in ("circular", "replicate", "zeros"):
-            raise ConfigError(
-                f"padding_mode must be circular, replicate or zeros, got {self.padding_mode!r}"
-            )
-        if self.stack is not None and (not self.stack or min(self.stack) < 1):
-            raise ConfigError(f"stack must list positive layer counts, got {self.stack}")
+        for name in ("d_model", "n_heads", "e_layers", "d_layers", "d_ff", "factor"):
+            require_int(name, getattr(self, name), 1)
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"d_model={self.d_model} must be a positive multiple of n_heads={self.n_heads}")
+        require_real("dropout", self.dropout, low=0, high=1, high_open=True)
+        decoder_attention = self.decoder_attention or self.attention
+        for option, name in (("attention", self.attention), ("decoder_attention", decoder_attention)):
+            if not isinstance(name, str) or name not in ATTENTIONS:
+                raise ConfigError(f"unknown attention {option}={name!r}; choose one of {sorted(ATTENTIONS)}")
+        require_bool("distil", self.distil)
+        require_choice("activation", self.activation, ("gelu", "relu"))
+        require_choice("padding_mode", self.padding_mode, ("circular", "replicate", "zeros"))
+        if self.stack is not None:
+            object.__setattr__(self, "stack", require_ints("stack", self.stack, 1))
+        if not isinstance(self.attention_options, dict):
+            raise ConfigError(f"attention_options must be a dict of attention arguments, "
+                              f"got attention_options={self.attention_options!r}")
 
 
 class Informer(nn.Module):

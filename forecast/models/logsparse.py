@@ -46,7 +46,6 @@ embedding is added to the token, never overwritten by the position embedding.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
@@ -55,6 +54,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from forecast.checks import require_bool, require_choice, require_int, require_levels, require_real
 from forecast.errors import ConfigError, DataError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, PreNormCausalBlock
@@ -70,16 +70,6 @@ Channels = Literal["independent", "joint"]
 
 # torch.quantile refuses inputs with more elements than this.
 _QUANTILE_MAX_ELEMENTS = 2**24
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{name} must be one of {choices}, got {value!r}")
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -114,30 +104,24 @@ class LogSparseConfig:
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "d_ff", "qk_kernel_size"):
-            _check_int(name, getattr(self, name), 1)
+            require_int(name, getattr(self, name), 1)
         if self.d_model % self.n_heads:
             raise ConfigError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not (
-            0.0 <= self.dropout < 1.0
-        ):
-            raise ConfigError(f"dropout must lie in [0, 1), got {self.dropout!r}")
-        _check_choice("activation", self.activation, ("gelu", "relu"))
-        _check_choice("attention", self.attention, ("logsparse", "full"))
-        _check_choice("decoding", self.decoding, ("one_shot", "autoregressive"))
-        _check_choice("head", self.head, ("point", "gaussian"))
-        _check_choice("channels", self.channels, ("independent", "joint"))
+        require_real("dropout", self.dropout, low=0, high=1, high_open=True)
+        require_choice("activation", self.activation, ("gelu", "relu"))
+        require_choice("attention", self.attention, ("logsparse", "full"))
+        require_choice("decoding", self.decoding, ("one_shot", "autoregressive"))
+        require_choice("head", self.head, ("point", "gaussian"))
+        require_choice("channels", self.channels, ("independent", "joint"))
         validate_logsparse_options(self.local_window, self.sub_len)
         if self.attention == "full" and (self.local_window or self.sub_len is not None or self.dense_reference):
             raise ConfigError(
                 "local_window, sub_len and dense_reference shape the log-sparse pattern; "
                 "leave them at their defaults with attention='full'"
             )
-        if not isinstance(self.series_embedding, bool):
-            raise ConfigError(f"series_embedding must be True or False, got {self.series_embedding!r}")
-        if isinstance(self.min_scale, bool) or not isinstance(self.min_scale, (int, float)) or not (
-            0.0 < self.min_scale and math.isfinite(self.min_scale)
-        ):
-            raise ConfigError(f"min_scale must be a positive number, got {self.min_scale!r}")
+        for name in ("series_embedding", "dense_reference"):
+            require_bool(name, getattr(self, name))
+        require_real("min_scale", self.min_scale, low=0, low_open=True)
 
 
 class StepPrediction(NamedTuple):
@@ -151,17 +135,6 @@ def _standard_normal(shape: Sequence[int], like: Tensor, generator: torch.Genera
     """Standard normal draws of ``like``'s dtype and device, from ``generator`` (its own device) when given."""
     device = generator.device if generator is not None else like.device
     return torch.randn(tuple(shape), generator=generator, device=device, dtype=like.dtype).to(like.device)
-
-
-def _is_level(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0.0 < value < 1.0
-
-
-def _check_levels(levels: Sequence[float]) -> tuple[float, ...]:
-    checked = tuple(levels)
-    if not checked or not all(_is_level(level) for level in checked):
-        raise ConfigError(f"quantile levels must be numbers strictly between 0 and 1, got {levels!r}")
-    return tuple(float(level) for level in checked)
 
 
 class LogSparseTransformer(nn.Module):
@@ -448,9 +421,8 @@ class LogSparseTransformer(nn.Module):
         for the same ``chunk_size``); dropout follows the module's mode.
         """
         self._require_gaussian("sample")
-        _check_int("n_samples", n_samples, 1)
-        if chunk_size is not None:
-            _check_int("chunk_size", chunk_size, 1)
+        require_int("n_samples", n_samples, 1)
+        require_int("chunk_size", chunk_size, 1, optional=True)
         horizon = self.spec.pred_len
         if self.config.decoding == "one_shot":
             prediction = self.step_outputs(x, x_mark, y_mark)
@@ -483,7 +455,7 @@ class LogSparseTransformer(nn.Module):
         sample paths (``chunk_size`` as in :meth:`sample`). The caller un-scales; quantiles commute with the positive affine
         map ``value * scale + mean``.
         """
-        checked = _check_levels(levels)
+        checked = require_levels("levels", levels)
         self._require_gaussian("quantiles")
         if self.config.decoding == "one_shot":
             prediction = self.step_outputs(x, x_mark, y_mark)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from forecast.checks import require_int
 from forecast.errors import ConfigError
 from forecast.models.base import DataSpec
 
@@ -37,9 +38,7 @@ class SeasonalNaiveConfig:
     season_length: int = 24
 
     def __post_init__(self) -> None:
-        value = self.season_length
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"season_length must be an integer >= 1 (the period in steps), got {value!r}")
+        require_int("season_length", self.season_length, 1, hint="the period in steps")
 
 
 class SeasonalNaive(nn.Module):
@@ -83,8 +82,7 @@ class SeasonalNaive(nn.Module):
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """Sample paths ``[S, B, P, C_out]`` of the bootstrapped seasonal random walk."""
-        if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-            raise ConfigError(f"n_samples must be an integer >= 1, got {n_samples!r}")
+        require_int("n_samples", n_samples, 1)
         values = self._outputs(x)
         m = self.season_length
         batch, length, channels = values.shape

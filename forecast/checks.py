@@ -1,0 +1,121 @@
+"""Checks of option values, shared by every config dataclass and public function.
+
+Each ``require_*`` returns the value (as a plain ``int``/``float``/``bool``/tuple) or
+raises :class:`~forecast.errors.ConfigError` with one message shape, naming the option,
+what to pass and the value given: ``"<name> must be <what> (<hint>), got <name>=<repr>"``.
+``bool`` is never a number here: ``True`` passed as a size or a rate is a mistake, not
+a 1. Numpy scalars count as numbers (``numbers.Integral``/``numbers.Real``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Collection, Iterable
+
+from forecast.errors import ConfigError
+
+__all__ = ["is_int", "is_real", "require_bool", "require_choice", "require_int", "require_ints", "require_levels",
+           "require_real"]
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (numpy integers included), ``bool`` excluded."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: object) -> bool:
+    """Whether ``value`` is a finite real number (numpy scalars included), ``bool`` excluded."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond the float range
+        return False
+
+
+def _fail(name: str, expected: str, value: object, hint: str = "") -> ConfigError:
+    detail = f" ({hint})" if hint else ""
+    return ConfigError(f"{name} must be {expected}{detail}, got {name}={value!r}")
+
+
+def require_int(name: str, value: object, minimum: int | None = None, *, optional: bool = False,
+                hint: str = "") -> int | None:
+    """``value`` as an ``int`` (``>= minimum`` when given); ``None`` passes when ``optional``."""
+    if optional and value is None:
+        return None
+    if not is_int(value) or (minimum is not None and value < minimum):
+        expected = "an integer" if minimum is None else f"an integer >= {minimum}"
+        raise _fail(name, f"None or {expected}" if optional else expected, value, hint)
+    return int(value)
+
+
+def require_bool(name: str, value: object) -> bool:
+    """``value`` if it is ``True`` or ``False`` (not 0/1, not ``'yes'``)."""
+    if not isinstance(value, bool):
+        raise _fail(name, "True or False", value)
+    return value
+
+
+def require_choice(name: str, value: object, choices: Collection[object]) -> object:
+    """``value`` if it is one of ``choices`` (a tuple lookup, so an unhashable value fails cleanly)."""
+    options = tuple(choices)
+    if value not in options:
+        raise _fail(name, f"one of {options}", value)
+    return value
+
+
+def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"a real number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"a finite real number {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"a finite real number {'<' if high_open else '<='} {high:g}"
+    return "a finite real number"
+
+
+def require_real(name: str, value: object, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, high_open: bool = False, hint: str = "") -> float:
+    """``value`` as a finite ``float`` within the bounds; ``*_open`` excludes that bound.
+
+    Dropout is ``low=0, high=1, high_open=True``; a level ``low=0, high=1, low_open=True,
+    high_open=True``; a scale ``low=0, low_open=True``. NaN and infinities never pass.
+    """
+    valid = is_real(value)
+    if valid and low is not None:
+        valid = value > low if low_open else value >= low
+    if valid and high is not None:
+        valid = value < high if high_open else value <= high
+    if not valid:
+        raise _fail(name, _interval(low, high, low_open, high_open), value, hint)
+    return float(value)
+
+
+def _items(name: str, values: object, expected: str, allow_empty: bool) -> tuple[object, ...]:
+    """``values`` as a tuple: any iterable but a string or a single value, empty only if allowed."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise _fail(name, expected, values)
+    items = tuple(values)
+    if not items and not allow_empty:
+        raise _fail(name, expected, values)
+    return items
+
+
+def require_ints(name: str, values: object, minimum: int | None = None, *,
+                 allow_empty: bool = False) -> tuple[int, ...]:
+    """Integers (each ``>= minimum`` when given) as a tuple, order kept; element i is named ``name[i]``."""
+    kind = "integers" if minimum is None else f"integers >= {minimum}"
+    items = _items(name, values, f"a {'' if allow_empty else 'non-empty '}list of {kind}", allow_empty)
+    return tuple(require_int(f"{name}[{index}]", value, minimum) for index, value in enumerate(items))
+
+
+def require_levels(name: str, values: object, *, allow_empty: bool = False) -> tuple[float, ...]:
+    """Probability levels strictly in (0, 1) (quantiles, rho-risks) as floats, order kept.
+
+    Element i is named ``name[i]`` in the message. Repeated levels are the caller's concern.
+    """
+    expected = f"a {'' if allow_empty else 'non-empty '}list of levels in (0, 1), e.g. (0.1, 0.5, 0.9)"
+    items = _items(name, values, expected, allow_empty)
+    return tuple(require_real(f"{name}[{index}]", value, low=0, high=1, low_open=True, high_open=True)
+                 for index, value in enumerate(items))
