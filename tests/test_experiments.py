@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from forecast.models import DataSpec
 from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, append_row, has_row, read_results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,11 +109,10 @@ CONFIG_MODELS = ("informer", "logsparse", "transformer", "naive")
 CONFIGS = ROOT / "experiments" / "configs"
 
 
-def registry_spec(config) -> "DataSpec":
+def registry_spec(config) -> DataSpec:
     """The model sizes of a config's registered dataset, from the registry alone (no data read)."""
     from forecast import datasets
     from forecast.data import n_time_features
-    from forecast.models import DataSpec
 
     info = datasets.get(config.dataset)
     n_variables = info.n_cols - 1  # all columns but the date
