@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     body = render_report(args.results_dir, args.configs_dir, args.published)
     args.readme.write_text(update_block(args.readme.read_text(), body))
-    headline = headline_tables(args.results_dir, args.published)
+    headline = headline_tables(args.results_dir, args.published, args.configs_dir)
     args.main_readme.write_text(update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END))
     return 0
 

@@ -51,6 +51,9 @@ __all__ = [
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 PUBLISHED_COLUMNS = ("dataset", "features", "pred_len", "model", "published_as", "mse", "mae", "source")
+# Optional in published.csv: the window a figure was measured with. Blank: the paper's own
+# per-horizon window, which is the configured setting's, so the figure is cited there only.
+PUBLISHED_WINDOW = ("seq_len", "label_len")
 NOT_RUN = "not run"
 MISSING = "–"
 MODEL_ORDER = ("informer", "transformer", "logsparse", "seasonal_naive", "naive")
@@ -74,7 +77,12 @@ def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def read_published(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """The published figures: one row per (dataset, features, pred_len, model); empty MSE/MAE read as NaN."""
+    """The published figures: one row per (dataset, features, pred_len, model, window).
+
+    Empty MSE/MAE read as NaN. ``seq_len``/``label_len`` (optional columns, blank by
+    default) name the window a figure was measured with when it is not the paper's own
+    per-horizon window, e.g. the original code re-run at the common 96/48 protocol.
+    """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"published numbers file {path} does not exist. Fix: pass --published PATH.")
@@ -82,7 +90,11 @@ def read_published(path: str | os.PathLike[str]) -> pd.DataFrame:
     missing = [column for column in PUBLISHED_COLUMNS if column not in frame.columns]
     if missing:
         raise DataError(f"{path} lacks the columns {missing}; it needs {list(PUBLISHED_COLUMNS)}.")
-    duplicated = frame.duplicated(["dataset", "features", "pred_len", "model"])
+    for column in PUBLISHED_WINDOW:
+        frame[column] = pd.to_numeric(frame[column], errors="raise") if column in frame else float("nan")
+    if (frame["seq_len"].isna() != frame["label_len"].isna()).any():
+        raise DataError(f"{path}: give both seq_len and label_len of a window, or neither.")
+    duplicated = frame.duplicated(["dataset", "features", "pred_len", "model", *PUBLISHED_WINDOW])
     if duplicated.any():
         raise DataError(f"{path}: settings listed twice: {frame[duplicated].iloc[:, :4].to_dict('records')}.")
     return frame
@@ -155,6 +167,19 @@ def _ours(row: pd.Series | None) -> str:
     return f"{_mean_std(row.mse, row.mse_std)} / {_mean_std(row.mae, row.mae_std)} ({row.seeds})"
 
 
+def _cited(published: pd.DataFrame, dataset: str, features: str, model: str, pred_len: int, seq_len: int,
+           label_len: int, configured: bool) -> pd.Series | None:
+    """The published figure for a setting: one measured at its very window, else (only at the
+    configured window, the paper's own) one without a stated window; ``None`` if neither."""
+    rows = published[(published.dataset == dataset) & (published.features == features)
+                     & (published.model == model) & (published.pred_len == pred_len)]
+    exact = rows[(rows.seq_len == seq_len) & (rows.label_len == label_len)]
+    if not exact.empty:
+        return exact.iloc[0]
+    own_window = rows[rows.seq_len.isna()]
+    return own_window.iloc[0] if configured and not own_window.empty else None
+
+
 def _published_cell(row: pd.Series | None) -> str:
     if row is None:
         return MISSING
@@ -185,8 +210,9 @@ def _blocks(settings: pd.DataFrame, published: pd.DataFrame, order: Sequence[str
 
 def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
     models = _ordered_models([*block.settings["model"], *block.published["model"]])
-    paper_label = {m: block.published[block.published.model == m]["published_as"].iloc[0]
-                   for m in models if (block.published.model == m).any()}
+    papers = block.published[block.published.seq_len.isna()]  # the papers' own windows
+    paper_label = {m: papers[papers.model == m]["published_as"].iloc[0] for m in models if (papers.model == m).any()}
+    cited_sources: set[str] = set()
     header = ["horizon", "window"]
     for model in models:
         header.append(model)
@@ -201,20 +227,26 @@ def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
         cells = [str(horizon), ", ".join(windows) or MISSING]
         for model in models:
             config = at[at.model == model]
+            paper = None
             if config.empty:
                 cells.append(MISSING)
+                own = papers[(papers.model == model) & (papers.pred_len == horizon)]
+                paper = own.iloc[0] if not own.empty else None  # a published horizon not configured here
             else:
                 setting = config.iloc[0]
+                paper = _cited(block.published, block.dataset, block.features, model, horizon,
+                               setting.seq_len, setting.label_len, configured=True)
                 match = summary[(summary.dataset == block.dataset) & (summary.features == block.features)
                                 & (summary.model == model) & (summary.seq_len == setting.seq_len)
                                 & (summary.label_len == setting.label_len) & (summary.pred_len == horizon)
                                 & (summary.options == setting.options)]
                 cells.append(_ours(match.iloc[0] if not match.empty else None))
             if model in paper_label:
-                paper = block.published[(block.published.model == model) & (block.published.pred_len == horizon)]
-                cells.append(_published_cell(paper.iloc[0] if not paper.empty else None))
+                cells.append(_published_cell(paper))
+                if paper is not None:
+                    cited_sources.add(paper.source)
         lines.append("| " + " | ".join(cells) + " |")
-    sources = sorted(set(block.published["source"]))
+    sources = sorted(cited_sources)
     if sources:
         lines += ["", "Published: " + "; ".join(sources) + "."]
     lines.append("")
@@ -231,12 +263,20 @@ def summary_tables(results: pd.DataFrame, settings: pd.DataFrame, published: pd.
     return "\n".join(lines)
 
 
-def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None) -> str:
-    """One Markdown table per setting run (dataset, features, window): every model and option set."""
+def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
+                  settings: pd.DataFrame | None = None) -> str:
+    """One Markdown table per setting run (dataset, features, window): every model and option set.
+
+    A published figure is cited beside a row measured at its window: a paper's own figures
+    at the configured setting's window (``settings``, from :func:`configured_settings`),
+    others at the window ``published.csv`` gives them.
+    """
     table = summarize(results)
     if table.empty:
         return "_No results yet._\n"
-    published = published if published is not None else pd.DataFrame(columns=PUBLISHED_COLUMNS)
+    published = published if published is not None else pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW])
+    configured = set() if settings is None else set(
+        settings[["dataset", "features", "seq_len", "label_len", "pred_len"]].itertuples(index=False, name=None))
     lines: list[str] = []
     for (dataset, features, seq, label, pred), block in table.groupby(
             ["dataset", "features", "seq_len", "label_len", "pred_len"], sort=True):
@@ -244,10 +284,10 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None) 
                   "| model | options | seeds | test windows | MSE | MAE | MSE (orig) | MAE (orig) "
                   "| R0.5 / R0.9 (orig) | 80% coverage | epochs | train min/run | device | published MSE / MAE |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        at_configured = (dataset, features, seq, label, pred) in configured
         for row in block.itertuples():
-            paper = published[(published.dataset == dataset) & (published.features == features)
-                              & (published.pred_len == pred) & (published.model == row.model)]
-            cited = (f"{_published_cell(paper.iloc[0])} ({paper.iloc[0].published_as})" if not paper.empty else "")
+            paper = _cited(published, dataset, features, row.model, pred, seq, label, at_configured)
+            cited = f"{_published_cell(paper)} ({paper.published_as})" if paper is not None else ""
             lines.append(
                 f"| {row.model} | `{row.options}` | {row.seeds} | {row.windows} "
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
@@ -276,7 +316,7 @@ def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.Pat
         "LogTrans.", "",
         summary_tables(results, settings, published_frame, datasets.names()),
         "### Every setting run", "",
-        detail_tables(results, published_frame),
+        detail_tables(results, published_frame, settings),
     ])
 
 
@@ -287,13 +327,14 @@ HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->
 
 
 def headline_tables(results_dir: str | os.PathLike[str], published: str | os.PathLike[str],
-                    dataset: str = "ETTh1", settings: Sequence[tuple[str, int, int, int]] = HEADLINE_SETTINGS) -> str:
+                    configs_dir: str | os.PathLike[str], dataset: str = "ETTh1",
+                    settings: Sequence[tuple[str, int, int, int]] = HEADLINE_SETTINGS) -> str:
     """The detail tables of the reproduction settings only: the main README's results table."""
     results = read_results_dir(results_dir)
     wanted = {(dataset, *setting) for setting in settings}
     columns = ["dataset", "features", "seq_len", "label_len", "pred_len"]
     chosen = results[[(d, f, int(s), int(l), int(p)) in wanted for d, f, s, l, p in results[columns].itertuples(index=False)]]
-    return detail_tables(chosen, read_published(published))
+    return detail_tables(chosen, read_published(published), configured_settings(configs_dir))
 
 
 def update_block(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:

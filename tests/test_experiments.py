@@ -216,7 +216,8 @@ def test_published_numbers_are_well_formed():
     assert published.mse.notna().all() and (published.mse > 0).all() and (published.mae.dropna() > 0).all()
     assert published.source.str.len().gt(20).all()
     # the Informer paper's three ETT tables, both feature modes, three models, five horizons each
-    informer_tables = published[published.dataset.isin(["ETTh1", "ETTh2", "ETTm1"])]
+    papers = published[published.seq_len.isna()]  # figures at the papers' own windows
+    informer_tables = papers[papers.dataset.isin(["ETTh1", "ETTh2", "ETTm1"])]
     assert len(informer_tables) == 3 * 2 * 3 * 5
     for row in published.itertuples():  # every published figure sits next to a configured setting
         assert row.pred_len in STANDARD_HORIZONS[row.dataset]
@@ -246,10 +247,16 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
                                             label_len=48, pred_len=6, seed=seed, mse=1.0, mae=1.0, options="{}",
                                             n_test_windows=50, **{"rho_risk_0.5_orig": 0.25 * (seed + 1),
                                                                   "rho_risk_0.9_orig": 0.125, "coverage_0.8": coverage}))
+    # informer at two windows other than the configured 24/12: one with a re-run reference, one without
+    for seq_len, label_len, mse in ((96, 48, 0.4), (48, 24, 0.3)):
+        append_row(results / "toy.csv", row(dataset="toy", model="informer", features="M", seq_len=seq_len,
+                                            label_len=label_len, pred_len=6, mse=mse, mae=0.25, n_test_windows=50,
+                                            options='{"d_model": 16, "n_heads": 2}'))
     published = tmp_path / "published.csv"
-    published.write_text("dataset,features,pred_len,model,published_as,mse,mae,source\n"
-                         "toy,M,6,informer,Informer,0.577,0.549,a paper\n"
-                         "toy,M,24,informer,Informer,0.931,,a paper\n")
+    published.write_text("dataset,features,pred_len,model,published_as,mse,mae,source,seq_len,label_len\n"
+                         "toy,M,6,informer,Informer,0.577,0.549,a paper,,\n"
+                         "toy,M,24,informer,Informer,0.931,,a paper,,\n"
+                         "toy,M,6,informer,Re-run,0.521,0.523,a re-run at 96/48,96,48\n")
     report = render_report(results, tmp_path / "configs", published)
     lines = {line.split(" | ")[0].strip("| "): line for line in report.splitlines() if line.startswith("| ")}
     assert lines["6"] == ("| 6 | 24/12 | 0.600 ± 0.141 / 0.250 ± 0.000 (2) | 0.577 / 0.549 | **not run** |")
@@ -258,7 +265,13 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert "#### toy `M` 96/48/6" in report and "| naive | `{}` | 1 | 50 | 9.000 |" in report
     assert "| 9.000 | 0.000 | 0.000 | – | – |" in report  # a point forecast has no rho-risks or coverage
     assert "| 0.375 / 0.125 | 0.800 |" in report  # seasonal_naive: means over its two seeds
-    assert "Published: a paper." in report
+    assert "Published: a paper." in report  # the re-run is cited at its own window only
+    # each figure sits beside the runs at the window it was measured with, and nowhere else
+    detail = {title.split("\n")[0]: body for title, body in
+              (part.split("\n", 1) for part in report.split("#### ")[1:])}
+    assert "0.577 / 0.549 (Informer)" in detail["toy `M` 24/12/6"]
+    assert "0.521 / 0.523 (Re-run)" in detail["toy `M` 96/48/6"] and "0.577" not in detail["toy `M` 96/48/6"]
+    assert "0.521" not in detail["toy `M` 48/24/6"] and "0.577" not in detail["toy `M` 48/24/6"]
 
 
 def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_only_its_block(tmp_path):
