@@ -293,7 +293,7 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
                 f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
                 f"| {row.epochs:.1f} "
-                f"| {row.train_minutes:.1f} | {row.device} | {cited} |")
+                f"| {MISSING if pd.isna(row.train_minutes) else f'{row.train_minutes:.1f}'} | {row.device} | {cited} |")
         lines.append("")
     return "\n".join(lines)
 
