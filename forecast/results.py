@@ -6,6 +6,7 @@ import csv
 import io
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,28 @@ def append_row(path: str | os.PathLike, row: dict[str, Any]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLike) -> list[dict[str, Any]]:
+    """Copy the rows of every ``<source>/*.csv`` into ``<target>/`` (same file name), skipping
+    rows whose key is already there; returns the rows added, in order.
+
+    For runs made elsewhere (another checkout, a GPU machine): their results directories
+    merge into the committed one without duplicating a finished run.
+    """
+    added: list[dict[str, Any]] = []
+    for source in sources:
+        for path in sorted(Path(source).glob("*.csv")):
+            destination = Path(target) / path.name
+            if destination.resolve() == path.resolve():
+                continue
+            for row in read_results(path).to_dict("records"):
+                row = {name: "" if isinstance(value, float) and value != value else value
+                       for name, value in row.items()}  # NaN: a blank cell, as it was read
+                if not has_row(destination, row):
+                    append_row(destination, row)
+                    added.append(row)
+    return added
 
 
 def _in_current_columns(path: Path) -> str:
