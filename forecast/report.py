@@ -167,8 +167,8 @@ def _ours(row: pd.Series | None) -> str:
     return f"{_mean_std(row.mse, row.mse_std)} / {_mean_std(row.mae, row.mae_std)} ({row.seeds})"
 
 
-def _cited(published: pd.DataFrame, dataset: str, features: str, model: str, pred_len: int, seq_len: int,
-           label_len: int, configured: bool) -> pd.Series | None:
+def _cited(published: pd.DataFrame, dataset: str, features: str, model: str, pred_len: int, seq_len: int | None,
+           label_len: int | None, configured: bool) -> pd.Series | None:
     """The published figure for a setting: one measured at its very window, else (only at the
     configured window, the paper's own) one without a stated window; ``None`` if neither."""
     rows = published[(published.dataset == dataset) & (published.features == features)
@@ -227,15 +227,13 @@ def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
         cells = [str(horizon), ", ".join(windows) or MISSING]
         for model in models:
             config = at[at.model == model]
-            paper = None
+            # A horizon the paper published but no config covers still shows the paper's figure.
+            window = (None, None) if config.empty else (config.iloc[0].seq_len, config.iloc[0].label_len)
+            paper = _cited(block.published, block.dataset, block.features, model, horizon, *window, configured=True)
             if config.empty:
                 cells.append(MISSING)
-                own = papers[(papers.model == model) & (papers.pred_len == horizon)]
-                paper = own.iloc[0] if not own.empty else None  # a published horizon not configured here
             else:
                 setting = config.iloc[0]
-                paper = _cited(block.published, block.dataset, block.features, model, horizon,
-                               setting.seq_len, setting.label_len, configured=True)
                 match = summary[(summary.dataset == block.dataset) & (summary.features == block.features)
                                 & (summary.model == model) & (summary.seq_len == setting.seq_len)
                                 & (summary.label_len == setting.label_len) & (summary.pred_len == horizon)
