@@ -33,7 +33,13 @@ _LAZY: dict[str, str] = {
     "plotting": "forecast.plotting",
 }
 
-__all__ = ["ConfigError", "DataError", "ForecastError", "__version__", *_LAZY]
+# Spelled out (not built from _LAZY) so linters see the TYPE_CHECKING imports as exported;
+# tests/test_api.py checks the two lists agree.
+__all__ = [
+    "ConfigError", "DataError", "ForecastError", "__version__",
+    "Forecaster", "ForecastModule", "WindowDataModule", "DataSpec", "MODELS", "build_model",
+    "TrainingConfig", "data", "datasets", "layers", "metrics", "models", "plotting",
+]
 
 if TYPE_CHECKING:
     from forecast import data, datasets, layers, metrics, models, plotting

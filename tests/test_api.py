@@ -396,3 +396,9 @@ def test_import_forecast_is_light_and_exports_the_api():
     assert ForecastModule is defined and Forecaster.__module__ == "forecast.api"
     assert datasets.__name__ == "forecast.datasets" and plotting.__name__ == "forecast.plotting"
     assert {"Forecaster", "ForecastModule", "datasets"} <= set(dir(forecast))
+
+
+def test_every_public_name_is_exported_and_resolves():
+    assert set(forecast.__all__) == {"ConfigError", "DataError", "ForecastError", "__version__", *forecast._LAZY}
+    for name in forecast.__all__:
+        assert getattr(forecast, name) is not None, name
