@@ -149,7 +149,11 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _number(value: float) -> str:
-    return MISSING if pd.isna(value) else f"{value:.3f}"
+    """Three decimals, the field's convention; four significant digits for large values (counts in
+    original units reach 1e10, where decimals are noise and the width breaks the table)."""
+    if pd.isna(value):
+        return MISSING
+    return f"{value:.3f}" if abs(value) < 1e4 else f"{value:.4g}"
 
 
 def _mean_std(mean: float, std: float) -> str:

@@ -257,7 +257,8 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
                                             options='{"d_model": 16, "n_heads": 2}', n_test_windows=55))
     # a run at another window is reported in detail but not in the configured setting's cell
     append_row(results / "toy.csv", row(dataset="toy", model="naive", features="M", seq_len=96, label_len=48,
-                                        pred_len=6, mse=9.0, mae=9.0, options="{}", n_test_windows=50))
+                                        pred_len=6, mse=9.0, mae=9.0, options="{}", n_test_windows=50,
+                                        mse_orig=64999374848.0, mae_orig=94238.06))
     for seed, coverage in ((0, 0.75), (1, 0.85)):
         append_row(results / "toy.csv", row(dataset="toy", model="seasonal_naive", features="M", seq_len=96,
                                             label_len=48, pred_len=6, seed=seed, mse=1.0, mae=1.0, options="{}",
@@ -279,7 +280,8 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert lines["12"] == "| 12 | 24/12 | **not run** | – | **not run** |"
     assert lines["24"] == "| 24 | – | – | 0.931 / – | – |"  # published only: no config at that horizon
     assert "#### toy `M` 96/48/6" in report and "| naive | `{}` | 1 | 50 | 9.000 |" in report
-    assert "| 9.000 | 0.000 | 0.000 | – | – |" in report  # a point forecast has no rho-risks or coverage
+    # a point forecast has no rho-risks or coverage; counts in original units keep four significant digits
+    assert "| 9.000 | 6.5e+10 | 9.424e+04 | – | – |" in report
     assert "| 0.375 / 0.125 | 0.800 |" in report  # seasonal_naive: means over its two seeds
     assert "Published: a paper." in report  # the re-run is cited at its own window only
     # each figure sits beside the runs at the window it was measured with, and nowhere else
