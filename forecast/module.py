@@ -35,7 +35,6 @@ LOSSES = {
 LR_SCHEDULES: tuple[str, ...] = ("halve", "cosine", "none")
 
 
-
 class ForecastModule(L.LightningModule):
     """LightningModule around a model ``(x, x_mark, y_mark) -> [B, P, C_out]``.
 
