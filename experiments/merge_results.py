@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a directory: {', '.join(missing)}")
     for row in merge_results(args.sources, args.into):
         print(f"added {row['dataset']} {row['model']} {row['features']} "
-              f"{row['seq_len']}/{row['label_len']}/{row['pred_len']} seed {row['seed']}")
+              f"{row['seq_len']}/{row['label_len']}/{row['pred_len']} seed {row['seed']} options {row['options']}")
     return 0
 
 

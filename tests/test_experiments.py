@@ -57,15 +57,20 @@ def test_append_row_carries_rows_of_the_older_format_over_to_every_column(tmp_pa
         append_row(tmp_path / "alien.csv", row(seed=2))
 
 
-def test_merge_results_adds_only_runs_the_target_lacks_and_keeps_blank_cells_blank(tmp_path):
+def test_merge_results_adds_only_runs_the_target_lacks_and_keeps_blank_cells_blank(tmp_path, capsys):
     here, elsewhere, gpu = tmp_path / "results", tmp_path / "other", tmp_path / "gpu"
     append_row(here / "toy.csv", row(seed=0, mse=0.5))
     append_row(elsewhere / "toy.csv", row(seed=0, mse=0.75))  # the same run: kept as it is here
     append_row(elsewhere / "toy.csv", row(seed=1, mse=0.25, train_seconds=""))
-    append_row(gpu / "toy.csv", row(seed=2, mse=0.125, **{"rho_risk_0.5": 0.5, "coverage_0.8": 0.8}))
+    append_row(gpu / "toy.csv", row(seed=2, mse=0.125, options='{"factor": 3}',
+                                    **{"rho_risk_0.5": 0.5, "coverage_0.8": 0.8}))
     append_row(gpu / "other.csv", row(dataset="other", seed=0, mse=1.0))
     script = load_script("merge_results")
     assert script.main([str(elsewhere), str(gpu), "--into", str(here)]) == 0
+    # Options name the row: two option sets can share a window.
+    added = capsys.readouterr().out.splitlines()
+    assert added == ["added toy naive M 0/0/0 seed 1 options {}", "added other naive M 0/0/0 seed 0 options {}",
+                     'added toy naive M 0/0/0 seed 2 options {"factor": 3}']
     merged = read_results(here / "toy.csv")
     assert merged["seed"].tolist() == [0, 1, 2] and merged["mse"].tolist() == [0.5, 0.25, 0.125]
     assert merged["train_seconds"].tolist()[1] == "" and np.isnan(merged["rho_risk_0.5"].iloc[1])
