@@ -254,3 +254,24 @@ def test_resume_refuses_a_damaged_checkpoint(tmp_path, killed):
     (tmp_path / "checkpoints" / "last.ckpt").write_bytes(whole[: len(whole) // 2])  # cut short
     with pytest.raises(ConfigError, match="damaged"):
         last_checkpoint(tmp_path)
+
+
+def test_runner_stopped_by_sigterm_saves_that_step_and_resumes_to_the_same_row(killed, runner_reference):
+    root = killed["root"]
+    args = ["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner_term"),
+            "--results", str(root / "runner_term.csv")]
+    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), "MPLBACKEND": "Agg"}
+    stopped = subprocess.run([sys.executable, str(SCRIPT), "--kill-at-step", str(KILL_AT_STEP), "--signal", "TERM",
+                              "runner", *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    (run_dir,) = (root / "runner_term").iterdir()
+    saved = checkpoint_state(last_checkpoint(run_dir))
+    # SIGKILL loses the steps since the last checkpoint (the end of epoch 0); SIGTERM loses none.
+    assert saved["global_step"] == KILL_AT_STEP, stopped.stdout[-4000:] + stopped.stderr[-4000:]
+    assert not (root / "runner_term.csv").exists()
+    assert load_runner().main(args) == 0
+    rows = read_results(root / "runner_term.csv")
+    assert rows.iloc[0][METRIC_COLUMNS].tolist() == runner_reference[METRIC_COLUMNS].tolist()
+    (reference_dir,) = (root / "runner_reference").iterdir()
+    final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
+    assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
+    assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")

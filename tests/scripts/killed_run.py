@@ -1,4 +1,4 @@
-"""Start a run and SIGKILL this process at a chosen training step (or mid-write), for tests/test_resume.py.
+"""Start a run and SIGKILL (or SIGTERM) this process at a chosen training step (or mid-write), for tests/test_resume.py.
 
     python tests/scripts/killed_run.py --kill-at-step N api CSV RUN_DIR OPTIONS_JSON
     python tests/scripts/killed_run.py --kill-at-step N runner ARG...     # experiments/run.py's arguments
@@ -9,7 +9,8 @@ The kill is ``os.kill(os.getpid(), SIGKILL)``: no exception, no cleanup, no flus
 when the machine's out-of-memory killer or a scheduler ends a job. It happens at the end
 of training step N, before any checkpoint of that step is written (Lightning runs
 checkpoint callbacks after the others), so the run loses the progress since its last
-checkpoint. Without ``--kill-at-step`` the run is not killed.
+checkpoint. ``--signal TERM`` sends SIGTERM instead: Lightning finishes that step and stops,
+as when a scheduler or a session ends a job. Without ``--kill-at-step`` the run is not killed.
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def kill_callback(step: int | None) -> list:
+def kill_callback(step: int | None, kill_signal: signal.Signals) -> list:
     if step is None:
         return []
     from lightning.pytorch.callbacks import Callback
 
     class KillAtStep(Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-            if trainer.global_step >= step:
-                die()
+            if trainer.global_step == step:
+                os.kill(os.getpid(), kill_signal)
 
     return [KillAtStep()]
 
@@ -46,7 +47,8 @@ def run_api(args: argparse.Namespace) -> None:
 
     options = json.loads(args.options)
     model = options.pop("model")
-    Forecaster(model, **options, callbacks=kill_callback(args.kill_at_step)).fit(args.csv, run_dir=args.run_dir)
+    killer = kill_callback(args.kill_at_step, args.kill_signal)
+    Forecaster(model, **options, callbacks=killer).fit(args.csv, run_dir=args.run_dir)
 
 
 def run_runner(args: argparse.Namespace) -> None:
@@ -55,8 +57,8 @@ def run_runner(args: argparse.Namespace) -> None:
     build_trainer = forecast.experiment.build_trainer
 
     def with_killer(config, run_dir, callbacks=None, **overrides):
-        return build_trainer(config, run_dir, callbacks=[*(callbacks or []), *kill_callback(args.kill_at_step)],
-                             **overrides)
+        killer = kill_callback(args.kill_at_step, args.kill_signal)
+        return build_trainer(config, run_dir, callbacks=[*(callbacks or []), *killer], **overrides)
 
     forecast.experiment.build_trainer = with_killer
     spec = importlib.util.spec_from_file_location("run", ROOT / "experiments" / "run.py")
@@ -70,7 +72,7 @@ def run_sweep(args: argparse.Namespace) -> None:
     from forecast.sweep import run_sweep as sweep
 
     spec = SweepSpec(configs=tuple(args.configs), results_dir=args.results_dir, runs_dir=args.runs_dir)
-    sweep(spec, callbacks=kill_callback(args.kill_at_step), fail_fast=True)
+    sweep(spec, callbacks=kill_callback(args.kill_at_step, args.kill_signal), fail_fast=True)
 
 
 def run_append(args: argparse.Namespace) -> None:
@@ -86,6 +88,7 @@ def run_append(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kill-at-step", type=int, default=None)
+    parser.add_argument("--signal", choices=["KILL", "TERM"], default="KILL")
     modes = parser.add_subparsers(dest="mode", required=True)
     api = modes.add_parser("api")
     api.add_argument("csv")
@@ -107,6 +110,7 @@ def main() -> None:
     if rest and args.mode != "runner":
         parser.error(f"unrecognized arguments: {rest}")
     args.runner_args = rest
+    args.kill_signal = signal.Signals[f"SIG{args.signal}"]
     args.run(args)
 
 
