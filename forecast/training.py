@@ -182,7 +182,7 @@ class SigtermCheckpoint(Callback):
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         if isinstance(exception, SIGTERMException) and trainer.training and not trainer.sanity_checking:
-            trainer.save_checkpoint(self.path)
+            trainer.save_checkpoint(self.path, weights_only=False)  # the full state: a checkpoint to resume
             log.info("stopped by SIGTERM after step %d; saved %s", trainer.global_step, self.path)
 
 
