@@ -65,6 +65,12 @@ def write_config(path: Path, model: str, csv: Path, model_options: dict) -> Path
     return path
 
 
+def script_env() -> dict[str, str]:
+    """The environment of a killed-run subprocess: this process's torch thread count, so the runs
+    resumed here continue its arithmetic bit for bit."""
+    return {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), "MPLBACKEND": "Agg"}
+
+
 def checkpoint_state(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)
 
@@ -148,9 +154,7 @@ def killed(tmp_path_factory) -> dict:
     from forecast.results import append_row
 
     append_row(results_csv, finished_row)
-    # The same torch thread count as this process: the resumed runs here continue their arithmetic.
-    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), "MPLBACKEND": "Agg"}
-    processes = {name: subprocess.Popen([sys.executable, str(SCRIPT), *args], cwd=root, env=env, text=True,
+    processes = {name: subprocess.Popen([sys.executable, str(SCRIPT), *args], cwd=root, env=script_env(), text=True,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for name, args in commands.items()}
     outputs = {}
@@ -260,9 +264,8 @@ def test_runner_stopped_by_sigterm_saves_that_step_and_resumes_to_the_same_row(k
     root = killed["root"]
     args = ["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner_term"),
             "--results", str(root / "runner_term.csv")]
-    env = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), "MPLBACKEND": "Agg"}
     stopped = subprocess.run([sys.executable, str(SCRIPT), "--kill-at-step", str(KILL_AT_STEP), "--signal", "TERM",
-                              "runner", *args], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+                              "runner", *args], cwd=root, env=script_env(), capture_output=True, text=True, timeout=600)
     (run_dir,) = (root / "runner_term").iterdir()
     saved = checkpoint_state(last_checkpoint(run_dir))
     # SIGKILL loses the steps since the last checkpoint (the end of epoch 0); SIGTERM loses none.

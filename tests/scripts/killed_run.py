@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
+def die(kill_signal: signal.Signals = signal.SIGKILL) -> None:
+    os.kill(os.getpid(), kill_signal)
 
 
 def kill_callback(step: int | None, kill_signal: signal.Signals) -> list:
@@ -37,7 +37,7 @@ def kill_callback(step: int | None, kill_signal: signal.Signals) -> list:
     class KillAtStep(Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             if trainer.global_step == step:
-                os.kill(os.getpid(), kill_signal)
+                die(kill_signal)
 
     return [KillAtStep()]
 
