@@ -5,7 +5,8 @@
 
 A run writes checkpoints under ``--runs-dir`` (one folder per run key, gitignored) every
 epoch; starting the same command again resumes from the last checkpoint, and a run whose
-row is already in the results CSV is skipped. Rows go to
+row is already in the results CSV is skipped. A run sent SIGTERM saves the step it stopped
+after and exits with status 143. Rows go to
 ``experiments/results/<dataset>.csv`` (format in DESIGN.md). The runner itself is
 :func:`forecast.experiment.run_experiment`, shared with ``forecast sweep``.
 """
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from forecast.experiment import Experiment, run_experiment
-from forecast.training import TrainingConfig
+from forecast.training import SIGTERM_EXIT_STATUS, TrainingConfig, stopped_by_sigterm
 
 HERE = Path(__file__).resolve().parent
 
@@ -86,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     experiment = experiment_from_args(args)
     results = args.results or HERE / "results" / f"{experiment.label}.csv"
     command = "python " + " ".join(shlex.quote(a) for a in ["experiments/run.py", *(argv or sys.argv[1:])])
-    run_experiment(experiment, results, args.runs_dir, command, progress=args.progress)
+    try:
+        run_experiment(experiment, results, args.runs_dir, command, progress=args.progress)
+    except SystemExit as stop:
+        if not stopped_by_sigterm(stop):
+            raise
+        logging.getLogger("experiments.run").warning("stopped by SIGTERM; the same command resumes the run")
+        return SIGTERM_EXIT_STATUS
     return 0
 
 

@@ -379,6 +379,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ForecastError as error:
         print(f"forecast: error: {error}", file=sys.stderr)
         return 2
+    except SystemExit as stop:
+        # A subcommand raises this only through Lightning (its stop after a SIGTERM), loaded by then.
+        from forecast.training import SIGTERM_EXIT_STATUS, stopped_by_sigterm
+
+        if not stopped_by_sigterm(stop):
+            raise
+        print("forecast: stopped by SIGTERM; the same command resumes a fit or a sweep from its last checkpoint",
+              file=sys.stderr)
+        return SIGTERM_EXIT_STATUS
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import pickle
 import platform
 import random
+import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -184,6 +185,20 @@ class SigtermCheckpoint(Callback):
         if isinstance(exception, SIGTERMException) and trainer.training and not trainer.sanity_checking:
             trainer.save_checkpoint(self.path, weights_only=False)  # the full state: a checkpoint to resume
             log.info("stopped by SIGTERM after step %d; saved %s", trainer.global_step, self.path)
+
+
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # what a shell reports for a process that SIGTERM ended
+
+
+def stopped_by_sigterm(stop: SystemExit) -> bool:
+    """Whether ``stop`` is Lightning's stop after a SIGTERM (its ``SIGTERMException``).
+
+    That exception is a ``SystemExit`` without a code: a command that lets it through exits
+    with status 0 as if its run had finished, and a ``set -e`` script or a scheduler goes on
+    to the next run. The commands (``forecast``, ``experiments/run.py``) catch it and exit
+    with :data:`SIGTERM_EXIT_STATUS` instead; the same command then resumes the run.
+    """
+    return isinstance(stop, SIGTERMException)
 
 
 def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,

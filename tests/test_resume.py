@@ -6,6 +6,8 @@ then run here, with the same number of torch threads, so "the same" means bit fo
 The tiny Informer has dropout (the global RNG), ProbSparse attention (its own sampling
 generator) and distilling (BatchNorm), and the data loader shuffles: each is state a
 resumed run must restore, or its weights drift from the uninterrupted run's.
+A run sent SIGTERM instead saves the step it stopped after, and its command exits with
+status 143 (not 0, which a script would take for a finished run).
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import pytest
 import torch
 import yaml
 
+import forecast.cli
 from forecast import Forecaster
+from forecast.cli import main as cli_main
 from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader
 from forecast.errors import ConfigError
 from forecast.results import COLUMNS, read_results
 from forecast.sweep import SweepSpec, plan_sweep, run_sweep
-from forecast.training import last_checkpoint
+from forecast.training import SIGTERM_EXIT_STATUS, last_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "scripts" / "killed_run.py"
@@ -260,21 +264,75 @@ def test_resume_refuses_a_damaged_checkpoint(tmp_path, killed):
         last_checkpoint(tmp_path)
 
 
-def test_runner_stopped_by_sigterm_saves_that_step_and_resumes_to_the_same_row(killed, runner_reference):
+# ------------------------------------------------------------------ stopped by SIGTERM
+
+
+@pytest.fixture(scope="module")
+def terminated(killed) -> dict:
+    """The runner, `forecast fit` and `forecast sweep`, each sent SIGTERM at step 17 (at once, subprocesses)."""
     root = killed["root"]
-    args = ["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner_term"),
-            "--results", str(root / "runner_term.csv")]
-    stopped = subprocess.run([sys.executable, str(SCRIPT), "--kill-at-step", str(KILL_AT_STEP), "--signal", "TERM",
-                              "runner", *args], cwd=root, env=script_env(), capture_output=True, text=True, timeout=600)
-    (run_dir,) = (root / "runner_term").iterdir()
-    saved = checkpoint_state(last_checkpoint(run_dir))
+    runner_args = ["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner_term"),
+                   "--results", str(root / "runner_term.csv")]
+    fit_args = ["fit", "--config", str(killed["configs"][1]), "--run_dir", str(root / "fit_term")]
+    sweep_args = ["sweep", "--config", str(killed["configs"][1]), "--results-dir", str(root / "sweep_term_results"),
+                  "--runs-dir", str(root / "sweep_term_runs")]
+    commands = {"runner": ["runner", *runner_args], "fit": ["cli", *fit_args], "sweep": ["cli", *sweep_args]}
+    processes = {name: subprocess.Popen([sys.executable, str(SCRIPT), "--kill-at-step", str(KILL_AT_STEP),
+                                         "--signal", "TERM", *args], cwd=root, env=script_env(), text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for name, args in commands.items()}
+    stopped = {name: (process.communicate(timeout=600)[0], process.returncode) for name, process in processes.items()}
+    return {"root": root, "runner_args": runner_args, "fit_args": fit_args, "sweep_args": sweep_args,
+            "stopped": stopped}
+
+
+def assert_stopped_at_the_kill_step(terminated: dict, name: str, run_dir: Path) -> None:
+    output, status = terminated["stopped"][name]
+    # 143 = 128 + SIGTERM: Lightning's stop would exit 0, and a `set -e` script would go on as if it had finished.
+    assert status == SIGTERM_EXIT_STATUS == 143, f"{name} exited {status}:\n{output[-4000:]}"
+    assert "stopped by SIGTERM" in output
     # SIGKILL loses the steps since the last checkpoint (the end of epoch 0); SIGTERM loses none.
-    assert saved["global_step"] == KILL_AT_STEP, stopped.stdout[-4000:] + stopped.stderr[-4000:]
+    assert checkpoint_state(last_checkpoint(run_dir))["global_step"] == KILL_AT_STEP, output[-4000:]
+
+
+def test_runner_stopped_by_sigterm_saves_that_step_and_resumes_to_the_same_row(terminated, runner_reference):
+    root = terminated["root"]
+    (run_dir,) = (root / "runner_term").iterdir()
+    assert_stopped_at_the_kill_step(terminated, "runner", run_dir)
     assert not (root / "runner_term.csv").exists()
-    assert load_runner().main(args) == 0
+    assert load_runner().main(terminated["runner_args"]) == 0
     rows = read_results(root / "runner_term.csv")
     assert rows.iloc[0][METRIC_COLUMNS].tolist() == runner_reference[METRIC_COLUMNS].tolist()
     (reference_dir,) = (root / "runner_reference").iterdir()
     final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
     assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
     assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
+
+
+def test_forecast_fit_stopped_by_sigterm_exits_143_and_the_same_command_finishes_it(terminated):
+    run_dir = terminated["root"] / "fit_term"
+    assert_stopped_at_the_kill_step(terminated, "fit", run_dir)
+    assert not (run_dir / "model.pt").exists()
+    assert cli_main(terminated["fit_args"]) == 0
+    assert checkpoint_state(last_checkpoint(run_dir))["global_step"] == 2 * STEPS_PER_EPOCH
+    assert (run_dir / "model.pt").is_file()
+
+
+def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_runners_row(terminated, runner_reference):
+    root = terminated["root"]
+    (run_dir,) = (root / "sweep_term_runs").iterdir()
+    assert_stopped_at_the_kill_step(terminated, "sweep", run_dir)
+    assert not (root / "sweep_term_results" / "toy.csv").exists()
+    assert cli_main(terminated["sweep_args"]) == 0
+    (row,) = read_results(root / "sweep_term_results" / "toy.csv").itertuples(index=False)
+    assert [getattr(row, column) for column in METRIC_COLUMNS] == runner_reference[METRIC_COLUMNS].tolist()
+
+
+def test_other_exits_of_a_command_pass_through(monkeypatch):
+    def exits(args, extra):
+        raise SystemExit(3)
+
+    monkeypatch.setattr(forecast.cli, "_splits", exits)
+    with pytest.raises(SystemExit) as stop:
+        cli_main(["splits", "toy.csv"])
+    assert stop.value.code == 3

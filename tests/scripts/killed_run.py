@@ -2,6 +2,7 @@
 
     python tests/scripts/killed_run.py --kill-at-step N api CSV RUN_DIR OPTIONS_JSON
     python tests/scripts/killed_run.py --kill-at-step N runner ARG...     # experiments/run.py's arguments
+    python tests/scripts/killed_run.py --kill-at-step N cli ARG...        # the forecast command's arguments
     python tests/scripts/killed_run.py --kill-at-step N sweep RESULTS_DIR RUNS_DIR CONFIG...
     python tests/scripts/killed_run.py append CSV ROW_JSON                  # killed inside append_row
 
@@ -20,6 +21,7 @@ import importlib.util
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +53,9 @@ def run_api(args: argparse.Namespace) -> None:
     Forecaster(model, **options, callbacks=killer).fit(args.csv, run_dir=args.run_dir)
 
 
-def run_runner(args: argparse.Namespace) -> None:
+def kill_every_trainer(args: argparse.Namespace) -> None:
+    """Give every Trainer that the API, the runner and the sweep build the kill callback."""
+    import forecast.api
     import forecast.experiment
 
     build_trainer = forecast.experiment.build_trainer
@@ -60,11 +64,22 @@ def run_runner(args: argparse.Namespace) -> None:
         killer = kill_callback(args.kill_at_step, args.kill_signal)
         return build_trainer(config, run_dir, callbacks=[*(callbacks or []), *killer], **overrides)
 
-    forecast.experiment.build_trainer = with_killer
+    forecast.api.build_trainer = forecast.experiment.build_trainer = with_killer
+
+
+def run_runner(args: argparse.Namespace) -> None:
+    kill_every_trainer(args)
     spec = importlib.util.spec_from_file_location("run", ROOT / "experiments" / "run.py")
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
-    runner.main(args.runner_args)
+    sys.exit(runner.main(args.rest))
+
+
+def run_cli(args: argparse.Namespace) -> None:
+    from forecast.cli import main as forecast
+
+    kill_every_trainer(args)
+    sys.exit(forecast(args.rest))
 
 
 def run_sweep(args: argparse.Namespace) -> None:
@@ -97,6 +112,8 @@ def main() -> None:
     api.set_defaults(run=run_api)
     runner = modes.add_parser("runner")  # the rest of the command line is experiments/run.py's
     runner.set_defaults(run=run_runner)
+    cli = modes.add_parser("cli")  # the rest of the command line is the forecast command's
+    cli.set_defaults(run=run_cli)
     sweep = modes.add_parser("sweep")
     sweep.add_argument("results_dir")
     sweep.add_argument("runs_dir")
@@ -107,9 +124,9 @@ def main() -> None:
     append.add_argument("row")
     append.set_defaults(run=run_append)
     args, rest = parser.parse_known_args()
-    if rest and args.mode != "runner":
+    if rest and args.mode not in ("runner", "cli"):
         parser.error(f"unrecognized arguments: {rest}")
-    args.runner_args = rest
+    args.rest = rest
     args.kill_signal = signal.Signals[f"SIG{args.signal}"]
     args.run(args)
 
