@@ -20,8 +20,9 @@ run: $(STAMP)
 	$(BIN)/forecast demo
 
 # One torch thread: the suite's tiny models run faster without intra-op threading.
+# The same Hypothesis examples every run (tests/conftest.py): a failure means a change.
 test: $(STAMP)
-	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --hypothesis-profile=deterministic
 
 clean:
 	rm -rf $(VENV) .pytest_cache
