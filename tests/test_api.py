@@ -265,6 +265,19 @@ def test_fit_keeps_the_weights_of_the_best_validation_epoch(csv, tmp_path, with_
         torch.testing.assert_close(value, spoiler.states[0][name], rtol=0, atol=0)
 
 
+def test_a_lightning_logger_passed_to_the_forecaster_receives_the_training_curves(csv, tmp_path):
+    from lightning.pytorch.loggers import TensorBoardLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tensorboard = TensorBoardLogger(tmp_path)
+    Forecaster("informer", **WINDOW, max_epochs=2, learning_rate=1e-3, limit_train_batches=2, limit_val_batches=1,
+               logger=tensorboard, log_every_n_steps=1, **tiny("informer")).fit(csv)
+    events = EventAccumulator(tensorboard.log_dir)
+    events.Reload()
+    assert [event.step for event in events.Scalars("train_loss")] == [0, 1, 2, 3]
+    assert len(events.Scalars("val_loss")) == 2
+
+
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_every_registered_model_works_through_the_forecaster(model, csv, frame, tmp_path):
     fc = Forecaster(model, **WINDOW, max_epochs=1, learning_rate=1e-3, limit_train_batches=2, limit_val_batches=2,

@@ -177,3 +177,36 @@ def test_bf16_mixed_precision_trains_and_scores_every_window(name):
     assert metrics["test_windows"] == len(dm.test_dataset)
     assert np.isfinite([metrics["test_mse"], metrics["test_mae"], metrics["test_mse_orig"]]).all()
     assert all(p.dtype == torch.float32 for p in module.parameters())  # autocast: weights stay float32
+
+
+def test_lightnings_loggers_progress_bar_and_callbacks_work_unchanged(tmp_path):
+    """A plain Lightning Trainer with its CSV and TensorBoard loggers, its progress bar and a callback of
+    the user's: each receives what the module logs (the one unit test that turns them on)."""
+    from lightning import Trainer
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    class BatchCounter(Callback):
+        batches = 0
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            self.batches += 1
+
+    dm = datamodule("M")
+    torch.manual_seed(0)
+    module = ForecastModule(build_model("informer", DataSpec.from_datamodule(dm), **TINY), learning_rate=1e-3)
+    csv, tensorboard, counter = CSVLogger(tmp_path, name="csv"), TensorBoardLogger(tmp_path, name="tb"), BatchCounter()
+    run = Trainer(max_epochs=2, limit_train_batches=3, limit_val_batches=2, log_every_n_steps=1,
+                  logger=[csv, tensorboard], callbacks=[counter], enable_progress_bar=True,
+                  enable_checkpointing=False, enable_model_summary=False)
+    run.fit(module, datamodule=dm)
+    assert {"train_loss", "val_loss"} <= set(run.progress_bar_metrics)
+    run.test(module, datamodule=dm, verbose=False)
+    assert counter.batches == 6
+    logged = pd.read_csv(f"{csv.log_dir}/metrics.csv")
+    assert logged["train_loss"].notna().sum() == 6 and logged["val_loss"].notna().sum() == 2
+    assert logged["test_windows"].dropna().tolist() == [len(dm.test_dataset)]
+    events = EventAccumulator(tensorboard.log_dir)
+    events.Reload()
+    assert len(events.Scalars("train_loss")) == 6 and len(events.Scalars("val_loss")) == 2
+    assert {"test_mse", "test_mae", "test_mse_orig", "test_mae_orig"} <= set(events.Tags()["scalars"])
