@@ -46,13 +46,13 @@ from torch import nn
 
 import forecast
 from forecast import datasets as registry
-from forecast.checks import require_bool, require_levels
+from forecast.checks import require_bool, require_choice, require_levels
 from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_series, time_features
 from forecast.data.datamodule import standardize
-from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
+from forecast.data.splits import SPLIT_NAMES
+from forecast.errors import ConfigError, DataError, NonFiniteForecastError, SeriesTooShortError, UnknownColumnError
 from forecast.metrics import sample_quantiles
 from forecast.models import MODELS, DataSpec, build_model, model_options
-from forecast.errors import NonFiniteForecastError
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.training import (
@@ -77,11 +77,12 @@ DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 SAMPLE_PATHS = 200  # sample paths drawn for the quantiles of a model that only samples
 
 # Option routing. The window, variables and seed are the constructor's own arguments,
-# the split is fit's; batch size and workers are both a loader and a training setting.
+# the split is fit's and the windows to score evaluate's; batch size and workers are both
+# a loader and a training setting.
 _OWN_ARGUMENTS = ("seq_len", "label_len", "pred_len", "features", "target", "max_epochs", "seed")
 _SHARED_OPTIONS = ("batch_size", "num_workers")
 _DATA_OPTIONS = tuple(f.name for f in dataclasses.fields(DataConfig)
-                      if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS, "split"))
+                      if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS, "split", "test_split"))
 _TRAINING_OPTIONS = tuple(f.name for f in dataclasses.fields(TrainingConfig)
                           if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS))
 # run_dir decides checkpoints and the root directory; callbacks are added, not replaced.
@@ -554,11 +555,12 @@ class Forecaster:
 
     # ---------------------------------------------------------------------- building
 
-    def _new_datamodule(self, data: pd.DataFrame | str | os.PathLike[str], split: Any) -> WindowDataModule:
+    def _new_datamodule(self, data: pd.DataFrame | str | os.PathLike[str], split: Any,
+                        **options: Any) -> WindowDataModule:
         training = self._training
         return WindowDataModule(
             data, **self._window, batch_size=training.batch_size, num_workers=training.num_workers,
-            split=split, seed=training.seed, **self._data_options,
+            split=split, seed=training.seed, **self._data_options, **options,
         )
 
     def _new_module(self, model: nn.Module, fitted: _FittedData | None) -> ForecastModule:
@@ -681,20 +683,26 @@ class Forecaster:
 
     # ---------------------------------------------------------------------- evaluate
 
-    def evaluate(self, data: pd.DataFrame | str | os.PathLike[str] | None = None, *, split: Any = None) -> pd.DataFrame:
+    def evaluate(self, data: pd.DataFrame | str | os.PathLike[str] | None = None, *, split: Any = None,
+                 windows: str = "test") -> pd.DataFrame:
         """Score every test window; returns the report frame of :func:`forecast.metrics.report`.
 
         Columns ``scale`` (standardized and original), ``metric``, ``horizon`` (``"all"``
         or 1..P), ``variable``, ``value``, ``n_windows``. Default: the fitted data's
-        test windows. ``data`` (with ``split``, default the fit's) scores other data,
-        e.g. after ``load``; its train rows must give the scaler the model was fitted
-        with (the same series), else :class:`~forecast.errors.DataError`.
+        test windows. ``windows='val'`` (or ``'train'``) scores that split's windows
+        instead, with the same report: e.g. a probabilistic model's interval coverage on
+        validation, checked before looking at test. ``data`` (with ``split``, default the
+        fit's) scores other data, e.g. after ``load``; its train rows must give the scaler
+        the model was fitted with (the same series), else :class:`~forecast.errors.DataError`.
         """
+        require_choice("windows", windows, SPLIT_NAMES)
         module = self._require_fitted()
         if data is None:
             datamodule = self._require_datamodule("evaluate()")
+            if windows != datamodule.test_split:
+                datamodule = datamodule.with_options(test_split=windows)
         else:
-            datamodule = self._new_datamodule(data, split if split is not None else self._split)
+            datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows)
             self._check_same_scaling(datamodule)
         with lightning_messages(self._progress):
             self._trainer(None).test(module, datamodule=datamodule, verbose=False)

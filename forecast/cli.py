@@ -13,7 +13,8 @@
 runs again) to ``run_dir`` (default ``runs/<dataset>/<model>_<features>_<horizon>_seed<seed>-<hash>``,
 the hash of the model, its options, the data section and the seed, so trainer overrides
 such as more epochs resume the same run); ``validate``, ``test`` and ``predict`` load the
-run the same config (and model/data overrides) names, or ``--run_dir DIR``. ``predict``
+run the same config (and model/data overrides) names, or ``--run_dir DIR``. ``test``
+scores every test window (``--windows val`` the validation windows, with the same report). ``predict``
 writes the forecast of the ``pred_len`` steps after the last row of the data as a CSV
 (timestamps, original units).
 Config files and overrides are described in :mod:`forecast.config`: every option can be
@@ -162,11 +163,12 @@ def _test(args: argparse.Namespace, overrides: list[str]) -> int:
 
     config = _config(args, overrides)
     run_dir = _run_dir(config, must_exist=True)
-    report = Forecaster.load(run_dir).evaluate(args.input or config.dataset, split=config.split)
-    destination = Path(args.report) if args.report else run_dir / "test_report.csv"
+    report = Forecaster.load(run_dir).evaluate(args.input or config.dataset, split=config.split,
+                                               windows=args.windows)
+    destination = Path(args.report) if args.report else run_dir / f"{args.windows}_report.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
     report.to_csv(destination, index=False)
-    print(f"test of {run_dir} over {int(report['n_windows'].iloc[0])} windows:")
+    print(f"test of {run_dir} over {int(report['n_windows'].iloc[0])} {args.windows} windows:")
     print(_table(pivot_report(report)))
     print(f"full report (per horizon step and variable): {destination}")
     return 0
@@ -316,8 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--input", default=None, metavar="DATA",
                              help="data to score or forecast from: a CSV path or dataset name (default: the "
                                   "config's data.dataset)")
+    test.add_argument("--windows", default="test", choices=["train", "val", "test"],
+                      help="the split whose windows are scored (default test)")
     test.add_argument("--report", default=None, metavar="CSV", help="where the full report goes "
-                      "(default RUN_DIR/test_report.csv)")
+                      "(default RUN_DIR/<windows>_report.csv)")
     predict.add_argument("--output", default=None, metavar="CSV", help="where the forecast goes "
                          "(default RUN_DIR/forecast.csv)")
 

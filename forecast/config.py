@@ -80,10 +80,12 @@ _MANAGED_TRAINER = ("self", "default_root_dir", "enable_checkpointing", "callbac
 
 @functools.lru_cache(maxsize=None)
 def data_option_names() -> tuple[str, ...]:
-    """Keys of the ``data`` section: ``dataset``, ``split`` and the DataConfig fields (the seed is top-level)."""
+    """Keys of the ``data`` section: ``dataset``, ``split`` and the DataConfig fields (the seed is top-level;
+    the windows to score are ``forecast test --windows``)."""
     from forecast.data import DataConfig
 
-    return ("dataset", "split", *(f.name for f in dataclasses.fields(DataConfig) if f.name not in ("seed", "split")))
+    return ("dataset", "split", *(f.name for f in dataclasses.fields(DataConfig)
+                                  if f.name not in ("seed", "split", "test_split")))
 
 
 @functools.lru_cache(maxsize=None)

@@ -96,21 +96,34 @@ def test_naive_forecast_repeats_the_last_value(features, freq):
     np.testing.assert_allclose(future.to_numpy(), np.broadcast_to(last, (PRED_LEN, len(outputs))), rtol=1e-6)
 
 
-def test_evaluate_scores_every_test_window_on_both_scales(frame):
+# 70/10/20 by rows: train rows [0, 280), val [280, 320), test [320, 400); val and test windows
+# start SEQ_LEN rows before their block.
+@pytest.mark.parametrize(("windows", "first_row", "end_row"),
+                         [("test", 320 - SEQ_LEN, ROWS), ("val", 280 - SEQ_LEN, 320), ("train", 0, 280)])
+def test_evaluate_scores_every_window_of_the_split_asked_for_on_both_scales(frame, windows, first_row, end_row):
     fc = Forecaster("naive", **WINDOW).fit(frame)
-    report = fc.evaluate()
+    report = fc.evaluate() if windows == "test" else fc.evaluate(windows=windows)
     assert set(report["scale"]) == {"standardized", "original"}
-    # 70/10/20 by rows: the test block is rows [320, 400), its windows start 32 rows earlier
-    n_windows = ROWS - (320 - SEQ_LEN) - SEQ_LEN - PRED_LEN + 1
+    n_windows = end_row - first_row - SEQ_LEN - PRED_LEN + 1
     assert (report["n_windows"] == n_windows).all()
     values = frame[["a", "b", "OT"]].to_numpy()
-    starts = np.arange(320 - SEQ_LEN, 320 - SEQ_LEN + n_windows)
+    starts = np.arange(first_row, first_row + n_windows)
     errors = [values[s + SEQ_LEN: s + SEQ_LEN + PRED_LEN] - values[s + SEQ_LEN - 1] for s in starts]
     overall = report.query("horizon == 'all' and variable == 'all' and scale == 'original'")
     mse = overall.query("metric == 'mse'")["value"].item()
     mae = overall.query("metric == 'mae'")["value"].item()
     assert mse == pytest.approx(np.mean(np.square(errors)), rel=1e-5)
     assert mae == pytest.approx(np.mean(np.abs(errors)), rel=1e-5)
+    pd.testing.assert_frame_equal(fc.evaluate(frame, windows=windows), report)
+    # the fitted data module still serves the test windows
+    pd.testing.assert_frame_equal(fc.evaluate(), fc.evaluate(windows="test"))
+    assert fc.evaluate()["n_windows"].iloc[0] == ROWS - 320 - PRED_LEN + 1
+
+
+def test_evaluate_refuses_unknown_windows(frame):
+    fc = Forecaster("naive", **WINDOW).fit(frame)
+    with pytest.raises(ConfigError, match="windows"):
+        fc.evaluate(windows="validation")
 
 
 # ------------------------------------------------------------------------ save / load

@@ -98,10 +98,15 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
     report = pd.read_csv(workdir / "report.csv")
     # 70/10/20 of 300 rows: the test rows [240, 300) plus a 32-row lookback -> 92 - 40 + 1 windows
     assert set(report["n_windows"]) == {53}
-    assert "over 53 windows" in out and "mse" in out
+    assert "over 53 test windows" in out and "mse" in out
     expected = Forecaster.load(workdir / "run").evaluate(workdir / "toy.csv")
     assert list(report.columns) == list(expected.columns)
     np.testing.assert_allclose(report["value"].to_numpy(), expected["value"].to_numpy(), rtol=1e-12)
+
+    # the validation rows [210, 240) plus the lookback -> 62 - 40 + 1 windows, the report beside the run
+    assert main(["test", "--config", "tiny.yaml", "--run_dir", "run", "--windows", "val"]) == 0
+    assert "over 23 val windows" in capsys.readouterr().out
+    assert set(pd.read_csv(workdir / "run" / "val_report.csv")["n_windows"]) == {23}
 
 
 def test_validate_refuses_data_scaled_differently(workdir, capsys):

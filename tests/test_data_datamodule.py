@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import lightning as L
@@ -58,6 +59,7 @@ def stack(loader) -> dict[str, torch.Tensor]:
         ({"fill_nan": "mean"}, "fill_nan"),
         ({"columns": "a"}, "columns"),
         ({"predict_split": "future"}, "predict_split"),
+        ({"test_split": "validation"}, "test_split"),
         ({"seed": -1}, "seed"),
         ({"allow_irregular": "yes"}, "allow_irregular"),
     ],
@@ -203,6 +205,19 @@ def test_eval_loaders_serve_every_window_once_in_order():
 def test_predict_split_is_configurable():
     dm = make_module(predict_split="val")
     assert len(stack(dm.predict_dataloader())["x"]) == dm.split_sizes["val"]
+
+
+@pytest.mark.parametrize("split", ["train", "val"])
+def test_test_split_serves_that_splits_windows_in_order(split):
+    dm = make_module(test_split=split)
+    served = stack(dm.test_dataloader())
+    windows = dm.dataset(split)
+    for key in ITEM_KEYS:
+        expected = torch.stack([windows[i][key] for i in range(len(windows))])
+        torch.testing.assert_close(served[key], expected, rtol=0, atol=0)
+    other = dm.with_options(test_split="test")
+    assert other.config == dataclasses.replace(dm.config, test_split="test")
+    assert len(stack(other.test_dataloader())["x"]) == dm.split_sizes["test"]
 
 
 def test_train_loader_shuffles_deterministically_by_seed():

@@ -23,7 +23,9 @@ class DataConfig:
     three integer row ends, or a ``RowSplit``/``FractionSplit``. ``drop_last_train``
     defaults to ``False`` (every training window is used each epoch; the field drops the
     last partial batch: pass ``True`` to do the same). Val/test/predict loaders never drop
-    or shuffle.
+    or shuffle. ``test_split`` and ``predict_split`` name the windows the test and predict
+    loaders serve (``'test'``; ``test_split='val'`` scores the validation windows with the
+    test report, e.g. to check a probabilistic model's calibration before looking at test).
     """
 
     seq_len: int
@@ -44,6 +46,7 @@ class DataConfig:
     columns: tuple[Hashable, ...] | None = None
     seed: int = 0
     drop_last_train: bool = False
+    test_split: str = "test"
     predict_split: str = "test"
     pin_memory: bool = False
     persistent_workers: bool | None = None
@@ -80,4 +83,5 @@ class DataConfig:
             if not isinstance(self.columns, (list, tuple)) or not all(isinstance(c, Hashable) for c in self.columns):
                 raise ConfigError(f"columns={self.columns!r}; Fix: pass a list of column names.")
             object.__setattr__(self, "columns", tuple(self.columns))
+        require_choice("test_split", self.test_split, SPLIT_NAMES)
         require_choice("predict_split", self.predict_split, SPLIT_NAMES)

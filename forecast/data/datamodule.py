@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -181,6 +181,7 @@ class WindowDataModule(L.LightningDataModule):
         seed: int = 0,
         drop_last_train: bool = False,
         eval_batch_size: int | None = None,
+        test_split: str = "test",
         predict_split: str = "test",
         pin_memory: bool = False,
         persistent_workers: bool | None = None,
@@ -197,7 +198,8 @@ class WindowDataModule(L.LightningDataModule):
             eval_batch_size=eval_batch_size, num_workers=num_workers, date_column=date_column,
             split=split, allow_irregular=allow_irregular, allow_duplicates=allow_duplicates,
             fill_nan=fill_nan, columns=columns, seed=seed,
-            drop_last_train=drop_last_train, predict_split=predict_split, pin_memory=pin_memory,
+            drop_last_train=drop_last_train, test_split=test_split, predict_split=predict_split,
+            pin_memory=pin_memory,
             persistent_workers=persistent_workers,
         )
         self._data = data
@@ -234,9 +236,19 @@ class WindowDataModule(L.LightningDataModule):
         return self.config.batch_size
 
     @property
+    def test_split(self) -> str:
+        """The split ``test_dataloader`` serves (``'test'`` by default)."""
+        return self.config.test_split
+
+    @property
     def predict_split(self) -> str:
         """The split ``predict_dataloader`` serves (``'test'`` by default)."""
         return self.config.predict_split
+
+    def with_options(self, **changes: Any) -> WindowDataModule:
+        """A new data module of the same data with some options changed, e.g. ``test_split='val'``."""
+        options = {field.name: getattr(self.config, field.name) for field in fields(DataConfig)}
+        return WindowDataModule(self._data, **{**options, **changes})
 
     # ----------------------------------------------------------------- preparation
 
@@ -571,7 +583,8 @@ class WindowDataModule(L.LightningDataModule):
         return self._loader("val", train=False)
 
     def test_dataloader(self) -> DataLoader:
-        return self._loader("test", train=False)
+        """The ``test_split`` windows (test by default), every one once, in order, as ``val_dataloader``."""
+        return self._loader(self.config.test_split, train=False)
 
     def predict_dataloader(self) -> DataLoader:
         """The ``predict_split`` windows (test by default), in order, none dropped."""
