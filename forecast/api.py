@@ -685,7 +685,7 @@ class Forecaster:
 
     def evaluate(self, data: pd.DataFrame | str | os.PathLike[str] | None = None, *, split: Any = None,
                  windows: str = "test") -> pd.DataFrame:
-        """Score every test window; returns the report frame of :func:`forecast.metrics.report`.
+        """Score every window of a split (test by default): the report of :func:`forecast.metrics.report`.
 
         Columns ``scale`` (standardized and original), ``metric``, ``horizon`` (``"all"``
         or 1..P), ``variable``, ``value``, ``n_windows``. Default: the fitted data's

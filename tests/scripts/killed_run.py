@@ -76,10 +76,10 @@ def run_runner(args: argparse.Namespace) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> None:
-    from forecast.cli import main as forecast
+    from forecast.cli import main as cli_main
 
     kill_every_trainer(args)
-    sys.exit(forecast(args.rest))
+    sys.exit(cli_main(args.rest))
 
 
 def run_sweep(args: argparse.Namespace) -> None:
