@@ -75,6 +75,14 @@ def script_env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), "MPLBACKEND": "Agg"}
 
 
+def run_scripts(commands: dict[str, list[str]], cwd: Path) -> dict[str, tuple[str, int]]:
+    """Run killed_run.py once per command, all at once; each one's (output, exit status)."""
+    processes = {name: subprocess.Popen([sys.executable, str(SCRIPT), *args], cwd=cwd, env=script_env(), text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for name, args in commands.items()}
+    return {name: (process.communicate(timeout=600)[0], process.returncode) for name, process in processes.items()}
+
+
 def checkpoint_state(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)
 
@@ -158,13 +166,10 @@ def killed(tmp_path_factory) -> dict:
     from forecast.results import append_row
 
     append_row(results_csv, finished_row)
-    processes = {name: subprocess.Popen([sys.executable, str(SCRIPT), *args], cwd=root, env=script_env(), text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for name, args in commands.items()}
     outputs = {}
-    for name, process in processes.items():
-        outputs[name] = process.communicate(timeout=600)[0]
-        assert process.returncode == -signal.SIGKILL, f"{name} was not killed:\n{outputs[name][-4000:]}"
+    for name, (output, status) in run_scripts(commands, root).items():
+        assert status == -signal.SIGKILL, f"{name} was not killed:\n{output[-4000:]}"
+        outputs[name] = output
     # The sweep and experiments/run.py share run folders: a copy of the killed sweep's runs
     # lets the runner resume the same killed run independently of the sweep.
     shutil.copytree(root / "sweep_runs", root / "runner")
@@ -277,11 +282,8 @@ def terminated(killed) -> dict:
     sweep_args = ["sweep", "--config", str(killed["configs"][1]), "--results-dir", str(root / "sweep_term_results"),
                   "--runs-dir", str(root / "sweep_term_runs")]
     commands = {"runner": ["runner", *runner_args], "fit": ["cli", *fit_args], "sweep": ["cli", *sweep_args]}
-    processes = {name: subprocess.Popen([sys.executable, str(SCRIPT), "--kill-at-step", str(KILL_AT_STEP),
-                                         "--signal", "TERM", *args], cwd=root, env=script_env(), text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for name, args in commands.items()}
-    stopped = {name: (process.communicate(timeout=600)[0], process.returncode) for name, process in processes.items()}
+    term = ["--kill-at-step", str(KILL_AT_STEP), "--signal", "TERM"]
+    stopped = run_scripts({name: [*term, *args] for name, args in commands.items()}, root)
     return {"root": root, "runner_args": runner_args, "fit_args": fit_args, "sweep_args": sweep_args,
             "stopped": stopped}
 
