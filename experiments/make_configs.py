@@ -45,7 +45,7 @@ INFORMER_WIDTHS = {"d_model": 512, "n_heads": 8, "d_ff": 2048, "dropout": 0.05}
 LOGSPARSE_SIZES = {"d_model": 64, "n_heads": 4, "n_layers": 3, "d_ff": 256, "dropout": 0.1,
                    "attention": "logsparse", "qk_kernel_size": 3}
 TRAINING = {"max_epochs": 6, "patience": 3, "learning_rate": 1.0e-4, "lr_schedule": "halve", "loss": "mse",
-            "checkpoint_every_n_steps": 100}
+            "checkpoint_every_minutes": 10.0}
 AUTOFORMER_TRAINING = {**TRAINING, "max_epochs": 10}
 BATCH_SIZE = 32
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4's reproduction on ETTh1: the paper's own settings (Informer2020 scripts/ETTh1.sh)
 # and the common 96/48/24 protocol, three seeds each, plus the two baselines on the same
-# windows. Every run checkpoints each epoch (and every 100 steps) and resumes; finished rows
+# windows. Every run checkpoints each epoch (and every 10 minutes) and resumes; finished rows
 # are skipped, so re-running this script continues where it stopped. Informer runs come
 # first, the Transformer baselines after them (one seed unless BASELINE_SEEDS says more: a
 # CPU epoch at this size is 6-15 minutes), S/720 (several times costlier) last.

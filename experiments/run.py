@@ -4,7 +4,7 @@
         --seq-len 48 --label-len 48 --pred-len 24 --seed 0 --model-option factor=3
 
 A run writes checkpoints under ``--runs-dir`` (one folder per run key, gitignored) every
-epoch; starting the same command again resumes from the last checkpoint, and a run whose
+epoch and every 10 minutes of training (``--checkpoint-every-minutes``); starting the same command again resumes from the last checkpoint, and a run whose
 row is already in the results CSV is skipped. A run sent SIGTERM saves the step it stopped
 after and exits with status 143. Rows go to
 ``experiments/results/<dataset>.csv`` (format in DESIGN.md). The runner itself is
@@ -56,8 +56,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--loss", default="mse")
     parser.add_argument("--num-workers", type=int, default=0)
     parser.add_argument("--precision", default=None)
-    parser.add_argument("--checkpoint-every-n-steps", type=int, default=100,
-                        help="also checkpoint mid-epoch, so a killed run loses at most this many steps")
+    parser.add_argument("--checkpoint-every-minutes", type=float, default=10.0,
+                        help="also checkpoint mid-epoch, so a killed run loses at most this many minutes "
+                             "(0: per-epoch checkpoints only)")
+    parser.add_argument("--checkpoint-every-n-steps", type=int, default=None,
+                        help="also checkpoint every this many optimizer steps")
     parser.add_argument("--results", type=Path, default=None,
                         help="results CSV (default experiments/results/<dataset>.csv)")
     parser.add_argument("--runs-dir", type=Path, default=HERE / "runs")
@@ -73,6 +76,7 @@ def experiment_from_args(args: argparse.Namespace) -> Experiment:
         learning_rate=args.learning_rate, lr_schedule=args.lr_schedule, loss=args.loss,
         seed=args.seed, num_workers=args.num_workers, precision=args.precision,
         checkpoint_every_n_steps=args.checkpoint_every_n_steps,
+        checkpoint_every_minutes=args.checkpoint_every_minutes or None,
     )
     return Experiment(
         dataset=args.dataset, model=args.model, features=args.features, target=args.target,

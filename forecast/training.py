@@ -18,6 +18,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 import forecast
@@ -41,9 +43,12 @@ class TrainingConfig:
     """How to train: optimisation, schedule, stopping, hardware. Not part of any model.
 
     ``strategy``/``num_nodes``/``devices`` go to the Lightning Trainer (``strategy="ddp"``
-    trains on several processes; see docs/scaling.md). ``checkpoint_every_n_steps`` adds
-    a ``last.ckpt`` every that many optimizer steps to the per-epoch checkpoints (with a
-    ``run_dir``), so a run killed during a long epoch resumes close to where it died.
+    trains on several processes; see docs/scaling.md). ``checkpoint_every_minutes`` and
+    ``checkpoint_every_n_steps`` add a ``last.ckpt`` every that many minutes of training or
+    optimizer steps to the per-epoch checkpoints (with a ``run_dir``), so a run killed
+    during a long epoch resumes close to where it died. Minutes bound the loss on any
+    machine; a step count that suits a GPU (seconds) leaves a CPU run at the paper's size
+    an hour between checkpoints.
     ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
     the model's forward with ``torch.compile``; benchmarks/README.md measures both
     (bf16 pays on CPUs with avx512_bf16; compiling pays only for long LogSparse runs).
@@ -65,6 +70,7 @@ class TrainingConfig:
     precision: str | None = None
     limit_train_batches: float | int | None = None
     checkpoint_every_n_steps: int | None = None
+    checkpoint_every_minutes: float | None = None
     compile_model: bool = False
     extra_trainer_options: dict[str, Any] = field(default_factory=dict)
 
@@ -81,6 +87,9 @@ class TrainingConfig:
         require_bool("compile_model", self.compile_model)
         require_int("checkpoint_every_n_steps", self.checkpoint_every_n_steps, 1, optional=True,
                     hint="None: a checkpoint per epoch only")
+        if self.checkpoint_every_minutes is not None:
+            require_real("checkpoint_every_minutes", self.checkpoint_every_minutes, low=0, low_open=True,
+                         hint="None: a checkpoint per epoch only")
         if not isinstance(self.extra_trainer_options, dict):
             raise ConfigError(f"extra_trainer_options must be a dict of lightning.Trainer arguments, "
                               f"got extra_trainer_options={self.extra_trainer_options!r}")
@@ -173,7 +182,7 @@ class SigtermCheckpoint(Callback):
 
     After a SIGTERM, Lightning finishes the current training step and raises
     ``SIGTERMException``; without this the run would lose every step since its last
-    periodic checkpoint (at ETTh1 ``S`` 720/168/24 on a CPU, 100 steps are 50 minutes).
+    periodic checkpoint.
     Only a stop between two training steps is saved: that state is the one the periodic
     checkpoints hold. A stop during validation leaves ``last.ckpt`` as it is.
     """
@@ -206,13 +215,15 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     """A Trainer with early stopping and per-epoch checkpoints under ``run_dir``.
 
     Checkpoints: ``best-epoch=N.ckpt`` (lowest ``val_loss``) and ``last.ckpt`` after every
-    epoch, and also every ``config.checkpoint_every_n_steps`` optimizer steps. They hold
+    epoch, and also every ``config.checkpoint_every_n_steps`` optimizer steps and every
+    ``config.checkpoint_every_minutes`` of training (whichever are set). They hold
     the global random states (:class:`RandomStateCheckpoint`) and the training loader's
     position, so a killed run resumed from ``last.ckpt`` continues as if uninterrupted. A
     run stopped by SIGTERM also writes ``last.ckpt`` at the step it stopped after
     (:class:`SigtermCheckpoint`).
-    Without ``run_dir`` nothing is written (no checkpoints, no logs): for tests and quick
-    in-memory fits.
+    The curves go to ``run_dir/lightning_logs/version_N/metrics.csv`` (pass ``logger=`` for
+    another). Without ``run_dir`` nothing is written (no checkpoints, no logs): for tests and
+    quick in-memory fits.
     """
     callbacks = list(callbacks or [])
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
@@ -220,8 +231,10 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         callbacks.append(CompileModel())
     if run_dir is not None:
         directory = Path(run_dir) / "checkpoints"
-        # No version counter: both callbacks write last.ckpt, and a resumed run overwrites its files.
-        callbacks.append(ModelCheckpoint(
+        # No version counter: these callbacks all write last.ckpt, and a resumed run overwrites its files.
+        # First in the list: Lightning's checkpoint_callback, whose best checkpoint fit restores and
+        # test(ckpt_path="best") loads, is the first ModelCheckpoint, and a user's own must not be it.
+        callbacks.insert(0, ModelCheckpoint(
             dirpath=directory, filename="best-{epoch}",
             monitor="val_loss", mode="min", save_top_k=1, save_last=True, enable_version_counter=False,
         ))
@@ -229,6 +242,12 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
             callbacks.append(ModelCheckpoint(
                 dirpath=directory, save_top_k=0, save_last=True, enable_version_counter=False,
                 every_n_train_steps=config.checkpoint_every_n_steps,
+            ))
+        if config.checkpoint_every_minutes is not None:
+            # Lightning's own timer: rank 0 decides and broadcasts, so processes never disagree.
+            callbacks.append(ModelCheckpoint(
+                dirpath=directory, save_top_k=0, save_last=True, enable_version_counter=False,
+                train_time_interval=timedelta(minutes=config.checkpoint_every_minutes),
             ))
         callbacks.append(RandomStateCheckpoint())
         callbacks.append(SigtermCheckpoint(directory / "last.ckpt"))
@@ -241,7 +260,9 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         callbacks=callbacks,
         default_root_dir=str(run_dir) if run_dir is not None else None,
         enable_checkpointing=run_dir is not None,
-        logger=run_dir is not None,
+        # Named, not Lightning's default, which turns into TensorBoard once the tensorboard
+        # extra is installed: the same run writes lightning_logs/version_N/metrics.csv anywhere.
+        logger=CSVLogger(run_dir) if run_dir is not None else False,
         deterministic=False,
     )
     if config.precision is not None:

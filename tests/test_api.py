@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from matplotlib.figure import Figure
 from torch import nn
 
@@ -247,6 +247,28 @@ def test_run_dir_checkpoints_every_epoch_and_resumes(csv, frame, tmp_path):
     assert recorder.epochs == [0]
 
 
+class LastCheckpointStep(Callback):
+    """The step ``last.ckpt`` holds as each training batch starts (``None``: not written yet)."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self.steps: list[int | None] = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        saved = torch.load(self.path, weights_only=True)["global_step"] if self.path.exists() else None
+        self.steps.append(saved)
+
+
+@pytest.mark.parametrize(("minutes", "expected"), [(1e-9, [None, 1, 2, 3]), (60.0, [None, None, None, None])])
+def test_checkpoint_every_minutes_writes_last_ckpt_within_an_epoch(csv, tmp_path, minutes, expected):
+    run = tmp_path / "run"
+    recorder = LastCheckpointStep(run / "checkpoints" / "last.ckpt")
+    Forecaster("informer", **WINDOW, max_epochs=1, limit_train_batches=4, limit_val_batches=1, learning_rate=1e-3,
+               checkpoint_every_minutes=minutes, callbacks=[recorder], **tiny("informer")).fit(csv, run_dir=run)
+    assert recorder.steps == expected
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 4  # the epoch's end
+
+
 class SpoilLastEpoch(Callback):
     """Records val_loss and weights per epoch, and wrecks the weights during the last epoch."""
 
@@ -267,12 +289,14 @@ class SpoilLastEpoch(Callback):
             self.states.append({k: v.clone() for k, v in pl_module.model.state_dict().items()})
 
 
-@pytest.mark.parametrize("with_run_dir", [False, True])
-def test_fit_keeps_the_weights_of_the_best_validation_epoch(csv, tmp_path, with_run_dir):
+@pytest.mark.parametrize("run", ["in_memory", "run_dir", "run_dir_and_a_user_checkpoint"])
+def test_fit_keeps_the_weights_of_the_best_validation_epoch(csv, tmp_path, run):
     spoiler = SpoilLastEpoch(last_epoch=1)
-    fc = Forecaster("informer", **WINDOW, max_epochs=2, learning_rate=1e-3, callbacks=[spoiler],
+    # A user's own ModelCheckpoint (here: keep the latest epoch) must not become the "best" one restored.
+    user = [ModelCheckpoint(dirpath=tmp_path / "user")] if run == "run_dir_and_a_user_checkpoint" else []
+    fc = Forecaster("informer", **WINDOW, max_epochs=2, learning_rate=1e-3, callbacks=[*user, spoiler],
                     limit_train_batches=2, **tiny("informer"))
-    fc.fit(csv, run_dir=tmp_path / "run" if with_run_dir else None)
+    fc.fit(csv, run_dir=None if run == "in_memory" else tmp_path / "run")
     assert len(spoiler.losses) == 2 and spoiler.losses[0] < spoiler.losses[1]
     for name, value in fc.model.state_dict().items():
         torch.testing.assert_close(value, spoiler.states[0][name], rtol=0, atol=0)

@@ -143,6 +143,7 @@ def test_require_levels_checks_each_level_and_the_container():
 WRONG = {
     "int": ("3", 2.0, 4.5, True, None),
     "int_or_none": ("3", 2.0, True),
+    "positive_real_or_none": ("0.1", True, float("nan"), 0.0, -1.0),
     "real": ("0.1", True, None, float("nan")),
     "bool": ("yes", 1, 0, None),
     "bool_or_none": ("yes", 1),
@@ -174,6 +175,7 @@ FIELDS = {
     TrainingConfig: ({}, {
         "max_epochs": "int", "patience": "int", "batch_size": "int", "seed": "int", "num_workers": "int",
         "num_nodes": "int", "checkpoint_every_n_steps": "int_or_none", "learning_rate": "real",
+        "checkpoint_every_minutes": "positive_real_or_none",
         "weight_decay": "real", "compile_model": "bool", "loss": "choice", "lr_schedule": "choice",
         "strategy": "text", "extra_trainer_options": "dict",
     }),

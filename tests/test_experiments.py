@@ -107,6 +107,9 @@ def test_runner_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert np.isfinite([first.mse, first.mae, first.mse_orig, first.mae_orig]).all()
     assert first.command.startswith("python experiments/run.py --dataset")
     assert list((tmp_path / "runs").glob("*/checkpoints/last.ckpt"))
+    # Its curves go to a CSV log whatever is installed (Lightning's default is TensorBoard's when it can be).
+    (log,) = (tmp_path / "runs").glob("*/lightning_logs/version_0/metrics.csv")
+    assert pd.read_csv(log)["val_loss"].notna().sum() == 2
     assert np.isnan(first["rho_risk_0.5"]) and np.isnan(first["coverage_0.8"])  # a point forecast has none
     assert run.main(args) == 0  # finished: skipped, no second row
     assert len(read_results(results)) == 1
