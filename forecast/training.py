@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -96,22 +96,30 @@ class TrainingConfig:
 
 
 class TrainClock(Callback):
-    """Wall-clock seconds spent in fit, carried through checkpoints so resumed runs add up."""
+    """Wall-clock seconds spent in fit, carried through checkpoints so resumed runs add up.
 
-    def __init__(self) -> None:
+    A checkpoint holds the time up to the moment it is written, a mid-epoch one included:
+    a run resumed from it keeps the part of the epoch it trained before. Time after the
+    last checkpoint of a killed run is lost with the steps it trained.
+    """
+
+    def __init__(self, timer: Callable[[], float] = time.perf_counter) -> None:
         self.seconds = 0.0
+        self._timer = timer
         self._started: float | None = None
 
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self._started = time.perf_counter()
+    def _total(self) -> float:
+        running = self._timer() - self._started if self._started is not None else 0.0
+        return self.seconds + running
 
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        if self._started is not None:
-            self.seconds += time.perf_counter() - self._started
-            self._started = None
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._started = self._timer()
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.seconds, self._started = self._total(), None
 
     def state_dict(self) -> dict[str, float]:
-        return {"seconds": self.seconds}
+        return {"seconds": self._total()}
 
     def load_state_dict(self, state_dict: dict[str, float]) -> None:
         self.seconds = float(state_dict["seconds"])

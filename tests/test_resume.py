@@ -34,7 +34,7 @@ from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader
 from forecast.errors import ConfigError
 from forecast.results import COLUMNS, read_results
 from forecast.sweep import SweepSpec, plan_sweep, run_sweep
-from forecast.training import SIGTERM_EXIT_STATUS, last_checkpoint
+from forecast.training import SIGTERM_EXIT_STATUS, TrainClock, last_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "scripts" / "killed_run.py"
@@ -302,9 +302,11 @@ def test_runner_stopped_by_sigterm_saves_that_step_and_resumes_to_the_same_row(t
     (run_dir,) = (root / "runner_term").iterdir()
     assert_stopped_at_the_kill_step(terminated, "runner", run_dir)
     assert not (root / "runner_term.csv").exists()
+    trained_before_the_stop = checkpoint_state(last_checkpoint(run_dir))["callbacks"]["TrainClock"]["seconds"]
     assert load_runner().main(terminated["runner_args"]) == 0
     rows = read_results(root / "runner_term.csv")
     assert rows.iloc[0][METRIC_COLUMNS].tolist() == runner_reference[METRIC_COLUMNS].tolist()
+    assert rows.iloc[0]["train_seconds"] >= round(trained_before_the_stop, 1) > 0
     (reference_dir,) = (root / "runner_reference").iterdir()
     final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
     assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
@@ -328,6 +330,22 @@ def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_runners_
     assert cli_main(terminated["sweep_args"]) == 0
     (row,) = read_results(root / "sweep_term_results" / "toy.csv").itertuples(index=False)
     assert [getattr(row, column) for column in METRIC_COLUMNS] == runner_reference[METRIC_COLUMNS].tolist()
+
+
+def test_train_clock_keeps_the_time_before_a_mid_epoch_checkpoint():
+    now = [100.0]
+    clock = TrainClock(timer=lambda: now[0])
+    clock.on_train_start(None, None)
+    now[0] += 5.0  # five seconds into an epoch, a checkpoint is written and the process dies
+    saved = clock.state_dict()
+    assert saved == {"seconds": 5.0}
+    resumed = TrainClock(timer=lambda: now[0])
+    resumed.load_state_dict(saved)
+    now[0] += 60.0  # the restart itself is not training time
+    resumed.on_train_start(None, None)
+    now[0] += 3.0
+    resumed.on_train_end(None, None)
+    assert resumed.seconds == 8.0 and resumed.state_dict() == {"seconds": 8.0}
 
 
 def test_other_exits_of_a_command_pass_through(monkeypatch):
