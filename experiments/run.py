@@ -4,8 +4,9 @@
         --seq-len 48 --label-len 48 --pred-len 24 --seed 0 --model-option factor=3
 
 A run writes checkpoints under ``--runs-dir`` (one folder per run key, gitignored) every
-epoch and every 10 minutes of training (``--checkpoint-every-minutes``); starting the same command again resumes from the last checkpoint, and a run whose
-row is already in the results CSV is skipped. A run sent SIGTERM saves the step it stopped
+epoch and every 10 minutes of training (``--checkpoint-every-minutes``); starting the same
+command again resumes from the last checkpoint, and a run whose row is already in the
+results CSV is skipped. A run sent SIGTERM saves the step it stopped
 after and exits with status 143. Rows go to
 ``experiments/results/<dataset>.csv`` (format in DESIGN.md). The runner itself is
 :func:`forecast.experiment.run_experiment`, shared with ``forecast sweep``.
