@@ -47,8 +47,8 @@ class TrainingConfig:
     ``checkpoint_every_n_steps`` add a ``last.ckpt`` every that many minutes of training or
     optimizer steps to the per-epoch checkpoints (with a ``run_dir``), so a run killed
     during a long epoch resumes close to where it died. Minutes bound the loss on any
-    machine; a step count does not (100 steps at ETTh1 ``S`` 720/168/24 are seconds on a
-    GPU and 34-50 minutes on two CPU cores).
+    machine; a step count does not (100 steps at ETTh1 ``S`` 720/168/24 take 34-50 minutes
+    on two CPU cores, and a small fraction of that on a GPU).
     ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
     the model's forward with ``torch.compile``; benchmarks/README.md measures both
     (bf16 pays on CPUs with avx512_bf16; compiling pays only for long LogSparse runs).
