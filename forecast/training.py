@@ -246,17 +246,15 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
             dirpath=directory, filename="best-{epoch}",
             monitor="val_loss", mode="min", save_top_k=1, save_last=True, enable_version_counter=False,
         ))
-        if config.checkpoint_every_n_steps is not None:
-            callbacks.append(ModelCheckpoint(
-                dirpath=directory, save_top_k=0, save_last=True, enable_version_counter=False,
-                every_n_train_steps=config.checkpoint_every_n_steps,
-            ))
-        if config.checkpoint_every_minutes is not None:
-            # Lightning's own timer: rank 0 decides and broadcasts, so processes never disagree.
-            callbacks.append(ModelCheckpoint(
-                dirpath=directory, save_top_k=0, save_last=True, enable_version_counter=False,
-                train_time_interval=timedelta(minutes=config.checkpoint_every_minutes),
-            ))
+        # One callback per trigger: Lightning takes one trigger per ModelCheckpoint. The time one is
+        # Lightning's own timer: rank 0 decides and broadcasts, so processes never disagree.
+        minutes = config.checkpoint_every_minutes
+        triggers = {"every_n_train_steps": config.checkpoint_every_n_steps,
+                    "train_time_interval": timedelta(minutes=minutes) if minutes is not None else None}
+        for trigger, every in triggers.items():
+            if every is not None:
+                callbacks.append(ModelCheckpoint(dirpath=directory, save_top_k=0, save_last=True,
+                                                 enable_version_counter=False, **{trigger: every}))
         callbacks.append(RandomStateCheckpoint())
         callbacks.append(SigtermCheckpoint(directory / "last.ckpt"))
     options: dict[str, Any] = dict(
