@@ -13,6 +13,7 @@ from torch import nn
 
 from forecast.errors import ConfigError
 from forecast.models.base import DataSpec
+from forecast.models.dlinear import DLinear, DLinearConfig
 from forecast.models.informer import Informer, InformerConfig
 from forecast.models.logsparse import LogSparseConfig, LogSparseTransformer
 from forecast.models.naive import RepeatLast, SeasonalNaive, SeasonalNaiveConfig
@@ -32,6 +33,10 @@ def _logsparse(spec: DataSpec, **options: Any) -> nn.Module:
     return LogSparseTransformer(spec, LogSparseConfig(**options))
 
 
+def _dlinear(spec: DataSpec, **options: Any) -> nn.Module:
+    return DLinear(spec, DLinearConfig(**options))
+
+
 def _naive(spec: DataSpec) -> nn.Module:
     return RepeatLast(spec)
 
@@ -46,6 +51,7 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
     "logsparse": _logsparse,
     "naive": _naive,
     "seasonal_naive": _seasonal_naive,
+    "dlinear": _dlinear,
 }
 
 
@@ -56,6 +62,7 @@ _CONFIGS: dict[str, tuple[type | None, frozenset[str]]] = {
     "logsparse": (LogSparseConfig, frozenset()),
     "naive": (None, frozenset()),
     "seasonal_naive": (SeasonalNaiveConfig, frozenset()),
+    "dlinear": (DLinearConfig, frozenset()),
 }
 
 
@@ -82,6 +89,8 @@ def build_model(name: str, spec: DataSpec, **options: Any) -> nn.Module:
 
 __all__ = [
     "MODELS",
+    "DLinear",
+    "DLinearConfig",
     "DataSpec",
     "Informer",
     "InformerConfig",

@@ -6,11 +6,20 @@ Deliberate deviations from the original code (each switchable or harmless to num
 - distilling keeps ``ceil(L/2)`` steps (the original's extra conv padding gives L/2 + 1);
 - ProbSparse is deterministic in eval mode and its masked variant ranks decoder queries
   against visible keys only (see ``forecast.layers.attention``).
+
+Two options the paper does not have, both off by default (the paper's model) and both on
+in the ``improved`` recipe (:mod:`forecast.recipes`):
+- ``revin``: reversible instance normalization of every window
+  (:class:`~forecast.layers.normalization.ReversibleInstanceNorm`); the decoder's start
+  tokens are the normalized window's last ``label_len`` steps, so they share its statistics;
+- ``channels="independent"``: each output variable is its own sequence through the shared
+  network (``B * C_out`` sequences of ``X + 1`` inputs, :mod:`forecast.layers.channels`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from torch import nn
@@ -25,8 +34,12 @@ from forecast.layers.blocks import (
     Encoder,
     EncoderLayer,
 )
+from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import DataEmbedding, PaddingMode
+from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
 from forecast.models.base import DataSpec
+
+Channels = Literal["joint", "independent"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,10 @@ class InformerConfig:
     ``stack`` turns the model into InformerStack: one encoder per entry, entry i having
     ``stack[i]`` layers and reading the last ``seq_len / 2**i`` steps, their outputs
     concatenated in time (the original uses ``(3, 2, 1)``).
+
+    ``channels``: ``joint`` (the paper's: one sequence of all variables per window) or
+    ``independent`` (one sequence per output variable, shared weights). ``revin`` and
+    ``revin_affine``: reversible instance normalization, with its learned affine.
     """
 
     d_model: int = 512
@@ -52,6 +69,9 @@ class InformerConfig:
     padding_mode: PaddingMode = "circular"
     stack: tuple[int, ...] | None = None
     attention_options: dict = field(default_factory=dict)
+    channels: Channels = "joint"
+    revin: bool = False
+    revin_affine: bool = False
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "e_layers", "d_layers", "d_ff", "factor"):
@@ -64,6 +84,8 @@ class InformerConfig:
             if not isinstance(name, str) or name not in ATTENTIONS:
                 raise ConfigError(f"unknown attention {option}={name!r}; choose one of {sorted(ATTENTIONS)}")
         require_bool("distil", self.distil)
+        require_choice("channels", self.channels, ("joint", "independent"))
+        validate_revin_options(self.revin, self.revin_affine)
         require_choice("activation", self.activation, ("gelu", "relu"))
         require_choice("padding_mode", self.padding_mode, ("circular", "replicate", "zeros"))
         if self.stack is not None:
@@ -91,8 +113,13 @@ class Informer(nn.Module):
             time_feature_sizes=list(spec.time_feature_sizes or []) or None,
             padding_mode=config.padding_mode, dropout=config.dropout,
         )
-        self.encoder_embedding = DataEmbedding(spec.c_in, **embedding)
-        self.decoder_embedding = DataEmbedding(spec.c_in, **embedding)
+        independent = config.channels == "independent"
+        # Per network sequence: the inputs it reads and the values it forecasts.
+        n_inputs = spec.c_in - spec.c_out + 1 if independent else spec.c_in
+        n_outputs = 1 if independent else spec.c_out
+        self.revin = ReversibleInstanceNorm(spec.c_in, config.revin_affine) if config.revin else None
+        self.encoder_embedding = DataEmbedding(n_inputs, **embedding)
+        self.decoder_embedding = DataEmbedding(n_inputs, **embedding)
         depths = config.stack or (config.e_layers,)
         self.encoders = nn.ModuleList(self._encoder(depth) for depth in depths)
         self.decoder_layers = nn.ModuleList(
@@ -104,7 +131,7 @@ class Informer(nn.Module):
             for _ in range(config.d_layers)
         )
         self.decoder_norm = nn.LayerNorm(config.d_model)
-        self.projection = nn.Linear(config.d_model, spec.c_out)
+        self.projection = nn.Linear(config.d_model, n_outputs)
 
     def _attention(self, name: str, causal: bool) -> MultiHeadAttention:
         # attention_options configure the encoder's family; cross-attention stays plain full
@@ -127,24 +154,50 @@ class Informer(nn.Module):
         )
         return Encoder(layers, distilling, c.d_model)
 
+    def _sequences(self, x: torch.Tensor, *marks: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The network's sequences: ``x [B, L, C_in]`` normalized (with ``revin``) and, with
+        independent channels, one row per series (``[B', L, V]``, marks repeated to match)."""
+        stats = self.revin.statistics(x) if self.revin is not None else None
+        if stats is not None:
+            x = self.revin.normalize(x, stats)
+        if self.config.channels == "independent":
+            c_out = self.spec.c_out
+            x, marks = series_rows(x, c_out), tuple(per_series(mark, c_out) for mark in marks)
+        return stats, x, *marks
+
+    def _outputs(self, out: torch.Tensor, batch: int, stats: WindowStats | None) -> torch.Tensor:
+        """Network outputs ``[B', P, n_out]`` -> forecasts ``[B, P, C_out]`` in the input's units."""
+        if self.config.channels == "independent":
+            out = merge_series(out, batch)  # [B*C_out, P, 1] -> [B, P, C_out]
+        return out if stats is None else self.revin.denormalize(out, stats)
+
     def encode(self, x: torch.Tensor, x_mark: torch.Tensor, need_weights: bool = False):
-        """Encoder memory ``[B, S, D]`` (and per-layer attention weights when asked)."""
-        embedded = self.encoder_embedding(x, x_mark)  # [B, L, D]
+        """Encoder memory ``[B', S, D]`` (and per-layer attention weights when asked).
+
+        ``B'`` is ``B * C_out`` with independent channels (series rows of
+        :mod:`forecast.layers.channels`), else ``B``.
+        """
+        _, x, x_mark = self._sequences(x, x_mark)
+        return self._encode(x, x_mark, need_weights)
+
+    def _encode(self, x: torch.Tensor, x_mark: torch.Tensor, need_weights: bool = False):
+        embedded = self.encoder_embedding(x, x_mark)  # [B', L, D]
         memories, weights = [], []
         for i, encoder in enumerate(self.encoders):
             length = embedded.shape[1] // 2**i
             memory, encoder_weights = encoder(embedded[:, -length:], need_weights)
             memories.append(memory)
             weights.extend(encoder_weights)
-        return torch.cat(memories, dim=1), weights  # [B, S, D], S summed over the stack
+        return torch.cat(memories, dim=1), weights  # [B', S, D], S summed over the stack
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
-        spec = self.spec
-        memory, _ = self.encode(x, x_mark)
-        placeholders = x.new_zeros(x.shape[0], spec.pred_len, x.shape[2])  # [B, P, C_in]
+        spec, batch = self.spec, x.shape[0]
+        stats, x, x_mark, y_mark = self._sequences(x, x_mark, y_mark)  # [B', L, V], [B', L, F], [B', T, F]
+        memory, _ = self._encode(x, x_mark)
+        placeholders = x.new_zeros(x.shape[0], spec.pred_len, x.shape[2])  # [B', P, V]
         decoder_input = torch.cat([x[:, x.shape[1] - spec.label_len:], placeholders], dim=1)
-        h = self.decoder_embedding(decoder_input, y_mark)  # [B, label_len + P, D]
+        h = self.decoder_embedding(decoder_input, y_mark)  # [B', label_len + P, D]
         for layer in self.decoder_layers:
             h = layer(h, memory)
-        out = self.projection(self.decoder_norm(h))  # [B, label_len + P, C_out]
-        return out[:, -spec.pred_len:]  # [B, P, C_out]
+        out = self.projection(self.decoder_norm(h))  # [B', label_len + P, n_out]
+        return self._outputs(out[:, -spec.pred_len:], batch, stats)  # [B, P, C_out]

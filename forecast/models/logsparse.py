@@ -58,8 +58,10 @@ from forecast.checks import require_bool, require_choice, require_int, require_l
 from forecast.errors import ConfigError, DataError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, PreNormCausalBlock
+from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import validate_logsparse_options
+from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
 from forecast.models.base import DataSpec
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
@@ -82,7 +84,9 @@ class LogSparseConfig:
     ``attention="full"`` is causal full attention, the ablation. ``dense_reference``
     runs the log-sparse attention through its dense masked reference (tests and
     comparisons only: same numbers, quadratic memory). ``min_scale`` floors the
-    Gaussian head's scale on the standardized scale.
+    Gaussian head's scale on the standardized scale. ``revin`` and ``revin_affine``:
+    reversible instance normalization (:mod:`forecast.layers.normalization`), inverted on
+    the mean, the Gaussian scale and sample paths.
     """
 
     d_model: int = 64
@@ -101,6 +105,8 @@ class LogSparseConfig:
     series_embedding: bool = True
     min_scale: float = 1e-3
     dense_reference: bool = False
+    revin: bool = False
+    revin_affine: bool = False
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "d_ff", "qk_kernel_size"):
@@ -121,6 +127,7 @@ class LogSparseConfig:
             )
         for name in ("series_embedding", "dense_reference"):
             require_bool(name, getattr(self, name))
+        validate_revin_options(self.revin, self.revin_affine)
         require_real("min_scale", self.min_scale, low=0, low_open=True)
 
 
@@ -157,6 +164,7 @@ class LogSparseTransformer(nn.Module):
         self.n_outputs = 1 if independent else spec.c_out
         self.n_inputs = self.n_exogenous + 1 if independent else spec.c_in
         d_model = config.d_model
+        self.revin = ReversibleInstanceNorm(spec.c_in, config.revin_affine) if config.revin else None
         self.value_embedding = nn.Linear(2 * self.n_inputs, d_model)
         self.time_embedding = time_embedding(
             d_model, spec.n_time_features, spec.time_encoding, spec.time_feature_sizes
@@ -217,38 +225,37 @@ class LogSparseTransformer(nn.Module):
         """``[B, T, C_in]`` -> ``[B', T, V]``: one row per series, exogenous inputs first, outputs last."""
         if self.config.channels == "joint":
             return per_variable
-        batch, steps, _ = per_variable.shape
-        c_out = self.spec.c_out
-        exogenous = per_variable[..., : self.n_exogenous].repeat_interleave(c_out, dim=0)  # [B*C_out, T, X]
-        own = per_variable[..., self.n_exogenous :].transpose(1, 2)  # [B, T, C_out] -> [B, C_out, T]
-        own = own.reshape(batch * c_out, steps, 1)  # [B, C_out, T] -> [B*C_out, T, 1]
-        return torch.cat([exogenous, own], dim=-1)  # [B*C_out, T, X + 1]
+        return series_rows(per_variable, self.spec.c_out)  # [B*C_out, T, X + 1]
 
     def _rows(self, per_window: Tensor) -> Tensor:
         """Repeat a per-window tensor ``[B, ...]`` for every series row of :meth:`_layout`."""
         if self.config.channels == "joint":
             return per_window
-        return per_window.repeat_interleave(self.spec.c_out, dim=0)  # [B*C_out, ...]
+        return per_series(per_window, self.spec.c_out)  # [B*C_out, ...]
 
     def _unlayout(self, outputs: Tensor, batch: int) -> Tensor:
         """``[B', T, n_out]`` network outputs -> ``[B, T, C_out]``."""
         if self.config.channels == "joint":
             return outputs
-        steps = outputs.shape[1]
-        per_series = outputs.reshape(batch, self.spec.c_out, steps)  # [B*C_out, T, 1] -> [B, C_out, T]
-        return per_series.transpose(1, 2)  # [B, C_out, T] -> [B, T, C_out]
+        return merge_series(outputs, batch)  # [B*C_out, T, 1] -> [B, T, C_out]
 
     def _tokens(
         self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    ) -> tuple[WindowStats | None, Tensor, Tensor, Tensor, Tensor | None]:
         """Network inputs of the ``T = L + P`` tokens.
 
-        Returns lagged values and known flags ``[B', T, V]``, marks ``[B', T, F]`` and
-        series ids ``[B']`` (None without a series embedding).
+        Returns the window's RevIN statistics (None without ``revin``), lagged values and
+        known flags ``[B', T, V]``, marks ``[B', T, F]`` and series ids ``[B']`` (None
+        without a series embedding).
 
         ``future [B, P, C_in]`` (teacher forcing) makes the horizon's output variables
-        known; exogenous variables stay placeholders there, as at inference.
+        known; exogenous variables stay placeholders there, as at inference. With
+        ``revin`` the window and ``future`` go through the window's statistics.
         """
+        stats = self.revin.statistics(x) if self.revin is not None else None
+        if stats is not None:
+            x = self.revin.normalize(x, stats)
+            future = None if future is None else self.revin.normalize(future, stats)
         batch, length, c_in = x.shape
         horizon = self.spec.pred_len
         observed = torch.ones_like(x)  # [B, L, C_in]
@@ -268,7 +275,12 @@ class LogSparseTransformer(nn.Module):
         series_ids = None
         if self.series_embedding is not None:
             series_ids = torch.arange(self.spec.c_out, device=x.device).repeat(batch)  # [B*C_out]
-        return self._layout(lagged), self._layout(lagged_known), self._rows(marks), series_ids
+        return stats, self._layout(lagged), self._layout(lagged_known), self._rows(marks), series_ids
+
+    def _outputs(self, values: Tensor, batch: int, stats: WindowStats | None) -> Tensor:
+        """Network values ``[B', T, n_out]`` -> ``[B, T, C_out]`` in the input's units (RevIN inverted)."""
+        values = self._unlayout(values, batch)
+        return values if stats is None else self.revin.denormalize(values, stats)
 
     # -- network -----------------------------------------------------------------------------
 
@@ -309,11 +321,13 @@ class LogSparseTransformer(nn.Module):
         teacher-forced.
         """
         self._check_inputs(x, x_mark, y_mark, future)
-        mean, scale = self._predict(*self._tokens(x, x_mark, y_mark, future))
+        stats, *tokens = self._tokens(x, x_mark, y_mark, future)
+        mean, scale = self._predict(*tokens)
         batch = x.shape[0]
-        return StepPrediction(
-            self._unlayout(mean, batch), None if scale is None else self._unlayout(scale, batch)
-        )
+        if scale is not None:
+            scale = self._unlayout(scale, batch)
+            scale = scale if stats is None else self.revin.denormalize_scale(scale, stats)
+        return StepPrediction(self._outputs(mean, batch, stats), scale)
 
     def attention_weights(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> list[object]:
         """Per-layer attention weights over the one-shot token sequence (for plotting).
@@ -323,14 +337,15 @@ class LogSparseTransformer(nn.Module):
         and the dense reference. Rows are series in channel-independent mode (``B * C_out``).
         """
         self._check_inputs(x, x_mark, y_mark)
-        _, weights = self._hidden(*self._tokens(x, x_mark, y_mark), need_weights=True)
+        _, *tokens = self._tokens(x, x_mark, y_mark)
+        _, weights = self._hidden(*tokens, need_weights=True)
         return weights
 
     def _rollout(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, draw: bool,
                  generator: torch.Generator | None = None) -> Tensor:
         """Autoregressive forecast ``[B, P, C_out]``: feed back the mean, or a draw when ``draw``."""
         batch, length, _ = x.shape
-        lagged, known, marks, series_ids = self._tokens(x, x_mark, y_mark)
+        stats, lagged, known, marks, series_ids = self._tokens(x, x_mark, y_mark)
         exogenous_pad = (self.n_inputs - self.n_outputs, 0)  # exogenous inputs stay unknown over the horizon
         fed_back: list[Tensor] = []  # [B', n_out] per horizon step
         for step in range(self.spec.pred_len):
@@ -345,7 +360,8 @@ class LogSparseTransformer(nn.Module):
             if draw:
                 value = value + scale[:, -1] * _standard_normal(value.shape, value, generator)
             fed_back.append(value)
-        return self._unlayout(torch.stack(fed_back, dim=1), batch)  # [B', P, n_out] -> [B, P, C_out]
+        # Draws are made in the normalized space and mapped back with the window's statistics.
+        return self._outputs(torch.stack(fed_back, dim=1), batch, stats)  # [B', P, n_out] -> [B, P, C_out]
 
     def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
         """Point forecast ``[B, P, C_out]`` (the Gaussian head's mean)."""
@@ -374,19 +390,21 @@ class LogSparseTransformer(nn.Module):
         """Scalar loss of a batch (x, y, x_mark, y_mark) on the standardized scale.
 
         One-shot: the P horizon steps. Autoregressive: steps 1..L+P-1 teacher-forced
-        (step 0 has no previous value). ``loss_fn`` (default MSE) is the point head's loss.
+        (step 0 has no previous value), or with ``revin`` the P horizon steps teacher-forced:
+        the window's own steps are normalized by statistics that include the very value each
+        step forecasts (the normalized window sums to zero), a leak no horizon step has.
+        ``loss_fn`` (default MSE) is the point head's loss.
         """
         x, y, x_mark, y_mark = batch["x"], batch["y"], batch["x_mark"], batch["y_mark"]
         horizon = self.spec.pred_len
         future = y[:, y.shape[1] - horizon :]  # [B, P, C_in]
+        first = x.shape[1]
         if self.config.decoding == "autoregressive":
             prediction = self.step_outputs(x, x_mark, y_mark, future=future)
-            target = torch.cat([x, future], dim=1)[:, 1:, self.n_exogenous :]  # [B, T-1, C_out]
-            first = 1
+            first = first if self.revin is not None else 1
         else:
             prediction = self.step_outputs(x, x_mark, y_mark)
-            target = future[..., self.n_exogenous :]  # [B, P, C_out]
-            first = x.shape[1]
+        target = torch.cat([x, future], dim=1)[:, first:, self.n_exogenous :]  # [B, T - first, C_out]
         mean = prediction.mean[:, first:]
         if prediction.scale is None:
             return (loss_fn or F.mse_loss)(mean, target)

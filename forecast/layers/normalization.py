@@ -1,0 +1,102 @@
+"""Reversible instance normalization (RevIN; Kim et al., ICLR 2022).
+
+Each window is normalized by its own statistics before the network and the forecast is
+mapped back with them, so the network sees shapes, not levels: a series that drifts
+after the training period (ETTh2's oil temperature, exchange rates) no longer arrives
+far outside the range the network was trained on.
+
+Statistics are per window and per variable, over the input window only, so the
+forecast never depends on values it forecasts. Output variables are the last ``C_out``
+inputs (the package's variable order), so un-normalizing reads the last ``C_out``
+statistics. The inverse is the exact inverse of the forward map; a Gaussian's scale
+maps with the absolute slope, and quantiles are taken after un-normalizing (a negative
+learned weight would otherwise swap them).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from forecast.checks import require_bool, require_int, require_real
+from forecast.errors import ConfigError
+
+__all__ = ["ReversibleInstanceNorm", "WindowStats", "validate_revin_options"]
+
+
+def validate_revin_options(revin: object, revin_affine: object) -> None:
+    """The ``revin``/``revin_affine`` options every neural model's config shares."""
+    require_bool("revin", revin)
+    require_bool("revin_affine", revin_affine)
+    if revin_affine and not revin:
+        raise ConfigError("revin_affine=True is the affine of reversible instance normalization; "
+                          "set revin=True too, or leave revin_affine False")
+
+
+class WindowStats(NamedTuple):
+    """Per-window, per-variable input statistics, ``[B, 1, C_in]`` each."""
+
+    mean: Tensor
+    std: Tensor
+
+
+class ReversibleInstanceNorm(nn.Module):
+    """``normalize(x, stats)`` before the network, ``denormalize(y, stats)`` after it.
+
+    ``std`` is ``sqrt(var + eps)`` (population variance), so a constant window maps to
+    zeros instead of dividing by zero. ``affine`` adds a learned per-variable weight and
+    bias in the normalized space (RevIN's optional affine).
+    """
+
+    def __init__(self, n_variables: int, affine: bool = False, eps: float = 1e-5):
+        super().__init__()
+        self.n_variables = require_int("n_variables", n_variables, 1)
+        self.eps = require_real("eps", eps, low=0, low_open=True)
+        self.weight = nn.Parameter(torch.ones(n_variables)) if affine else None
+        self.bias = nn.Parameter(torch.zeros(n_variables)) if affine else None
+
+    def statistics(self, x: Tensor) -> WindowStats:
+        """Statistics of an input window ``x [B, L, C_in]`` over its L steps."""
+        mean = x.mean(dim=1, keepdim=True)  # [B, 1, C_in]
+        variance = x.var(dim=1, keepdim=True, unbiased=False)  # [B, 1, C_in]
+        return WindowStats(mean, torch.sqrt(variance + self.eps))
+
+    def _affine(self, n_last: int) -> tuple[Tensor, Tensor] | None:
+        if self.weight is None:
+            return None
+        return self.weight[self.n_variables - n_last:], self.bias[self.n_variables - n_last:]  # [C] each
+
+    def normalize(self, values: Tensor, stats: WindowStats) -> Tensor:
+        """``values [B, T, C]`` (the last C of the C_in variables) in the window's normalized space.
+
+        Any steps, the window's own or later ones (teacher-forced targets), go through the
+        window's statistics.
+        """
+        width = values.shape[-1]
+        mean, std = stats.mean[..., -width:], stats.std[..., -width:]  # [B, 1, C]
+        normalized = (values - mean) / std
+        affine = self._affine(width)
+        return normalized if affine is None else normalized * affine[0] + affine[1]
+
+    def _slope(self, width: int) -> Tensor | None:
+        affine = self._affine(width)
+        # RevIN's guard against a weight that training drove to zero.
+        return None if affine is None else affine[0] + self.eps * self.eps
+
+    def denormalize(self, values: Tensor, stats: WindowStats) -> Tensor:
+        """Map values ``[..., B, T, C]`` of the last C variables back; exact inverse of :meth:`normalize`."""
+        width = values.shape[-1]
+        affine = self._affine(width)
+        if affine is not None:
+            values = (values - affine[1]) / self._slope(width)
+        return values * stats.std[..., -width:] + stats.mean[..., -width:]
+
+    def denormalize_scale(self, scale: Tensor, stats: WindowStats) -> Tensor:
+        """A scale (standard deviation) ``[..., B, T, C]`` in the normalized space mapped back."""
+        width = scale.shape[-1]
+        slope = self._slope(width)
+        if slope is not None:
+            scale = scale / slope.abs()
+        return scale * stats.std[..., -width:]

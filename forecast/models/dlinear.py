@@ -1,0 +1,93 @@
+"""DLinear (Zeng et al., "Are Transformers Effective for Time Series Forecasting?", AAAI 2023).
+
+The linear yardstick: each window is split into a trend (a moving average) and a
+remainder, and one linear map from the L input steps to the P horizon steps forecasts
+each part; the forecast is their sum. Variables never mix: with ``individual`` each
+variable has its own two maps (the paper's DLinear-I), otherwise every variable shares
+them. The moving average pads both ends by repeating the first and last value, as the
+original does, so the trend has the window's length.
+
+``revin`` adds reversible instance normalization (off by default: the paper's model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from forecast.checks import require_bool, require_int
+from forecast.errors import ConfigError
+from forecast.layers.normalization import ReversibleInstanceNorm, validate_revin_options
+from forecast.models.base import DataSpec
+
+__all__ = ["DLinear", "DLinearConfig", "moving_average"]
+
+
+@dataclass(frozen=True)
+class DLinearConfig:
+    """``kernel_size``: the moving average's length in steps (odd; the paper's 25).
+    ``individual``: a pair of linear maps per variable instead of one shared pair."""
+
+    kernel_size: int = 25
+    individual: bool = False
+    revin: bool = False
+    revin_affine: bool = False
+
+    def __post_init__(self) -> None:
+        require_int("kernel_size", self.kernel_size, 1)
+        if self.kernel_size % 2 == 0:
+            raise ConfigError(f"kernel_size must be odd so the moving average is centred on each step, "
+                              f"got kernel_size={self.kernel_size}; use {self.kernel_size + 1}")
+        require_bool("individual", self.individual)
+        validate_revin_options(self.revin, self.revin_affine)
+
+
+def moving_average(x: Tensor, kernel_size: int) -> Tensor:
+    """Centred moving average of ``x [B, L, C]`` over time, ends padded with the edge values: ``[B, L, C]``."""
+    half = (kernel_size - 1) // 2
+    padded = torch.cat([x[:, :1].expand(-1, half, -1), x, x[:, -1:].expand(-1, half, -1)], dim=1)  # [B, L+k-1, C]
+    return F.avg_pool1d(padded.transpose(1, 2), kernel_size, stride=1).transpose(1, 2)  # [B, L, C]
+
+
+class _Linear(nn.Module):
+    """``[B, C, L] -> [B, C, P]``: one linear map over time, shared or one per variable."""
+
+    def __init__(self, seq_len: int, pred_len: int, n_variables: int, individual: bool):
+        super().__init__()
+        n_maps = n_variables if individual else 1
+        self.maps = nn.ModuleList(nn.Linear(seq_len, pred_len) for _ in range(n_maps))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if len(self.maps) == 1:
+            return self.maps[0](x)  # [B, C, P]
+        return torch.stack([linear(x[:, i]) for i, linear in enumerate(self.maps)], dim=1)  # [B, C, P]
+
+
+class DLinear(nn.Module):
+    """``forward(x [B, L, C_in], x_mark, y_mark) -> [B, P, C_out]``; calendar features are unused.
+
+    The output variables are the last ``C_out`` inputs; the other inputs (``MS``'s
+    covariates) are not read, since the model never mixes variables.
+    """
+
+    def __init__(self, spec: DataSpec, config: DLinearConfig | None = None):
+        super().__init__()
+        config = config or DLinearConfig()
+        self.spec, self.config = spec, config
+        self.revin = ReversibleInstanceNorm(spec.c_in, config.revin_affine) if config.revin else None
+        self.seasonal = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
+        self.trend = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
+
+    def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
+        stats = self.revin.statistics(x) if self.revin is not None else None
+        if stats is not None:
+            x = self.revin.normalize(x, stats)
+        x = x[..., x.shape[2] - self.spec.c_out:]  # [B, L, C_out]
+        trend = moving_average(x, self.config.kernel_size)  # [B, L, C_out]
+        seasonal = x - trend
+        out = self.seasonal(seasonal.transpose(1, 2)) + self.trend(trend.transpose(1, 2))  # [B, C_out, P]
+        out = out.transpose(1, 2)  # [B, C_out, P] -> [B, P, C_out]
+        return out if stats is None else self.revin.denormalize(out, stats)
