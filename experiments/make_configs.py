@@ -1,11 +1,12 @@
-"""Write experiments/configs/<dataset>/<model>_<features>_<pred_len>.yaml for every benchmark setting.
+"""Write the experiment configs: two trees of ``<dataset>/<name>_<features>_<pred_len>.yaml``.
 
     python experiments/make_configs.py            # (re)write every config
     python experiments/make_configs.py --check    # exit 1 if a committed config differs
 
-One config per registered dataset, standard horizon, feature mode and model
-(``informer``, ``logsparse`` and the baselines ``transformer`` and ``naive``). Run one
-with ``forecast fit --config ...`` or many with ``forecast sweep``. The settings:
+``experiments/configs/``: the papers' settings (``recipe: paper``), one config per
+registered dataset, horizon, feature mode and model (``informer``, ``logsparse`` and the
+baselines ``transformer`` and ``naive``). Run one with ``forecast fit --config ...`` or
+many with ``forecast sweep``. The settings:
 
 * ETTh1, ETTh2, ETTm1 follow the Informer paper's own per-horizon settings, taken from
   the official Informer2020 scripts (``scripts/ETTh1.sh``, ``ETTh2.sh``, ``ETTm1.sh`` at
@@ -22,6 +23,16 @@ with ``forecast fit --config ...`` or many with ``forecast sweep``. The settings
 
 Model options are written out in full, so a results row's key does not change when a
 default does.
+
+``experiments/long_horizon/``: the standard long-horizon benchmark (input 96, label 48,
+horizons 96/192/336/720, ``M``, on ETTh1, ETTh2, ETTm1, ETTm2, weather, exchange_rate;
+national_illness at input 36, label 18, horizons 24/36/48/60). In every cell: ``naive``,
+``seasonal_naive`` (the dataset's daily cycle, weekly for daily data; none for weather and
+ILI, whose seasons are longer than the input: see :data:`SEASONS`), ``dlinear``, and ``informer`` and ``logsparse`` in the ``improved``
+recipe; ``informer-paper`` (the Informer paper's sizes and training, ``recipe: paper``,
+factor 3 as in the Autoformer re-runs) on ETTh1. Improved models take the recipe's
+options (written in no file), so a config follows the recipe; the parameter-free
+baselines pin ``recipe: paper``, their rows shared with ``experiments/configs``.
 """
 
 from __future__ import annotations
@@ -38,8 +49,16 @@ import yaml
 from forecast import datasets
 
 HERE = Path(__file__).resolve().parent
-CONFIGS = HERE / "configs"
+CONFIGS = "configs"
+LONG_HORIZON = "long_horizon"
 MODELS = ("informer", "logsparse", "transformer", "naive")
+LONG_HORIZON_MODELS = ("naive", "seasonal_naive", "dlinear", "informer", "logsparse", "informer-paper")
+LONG_HORIZON_DATASETS = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "exchange_rate", "national_illness")
+PAPER_RECIPE_ON = ("ETTh1",)  # informer-paper: a paper-size CPU run costs hours per cell
+# seasonal_naive's season in steps: a day of hourly and 15-minute data, a week of daily data. A day of
+# weather (144 ten-minute steps) and a year of ILI (52 weeks) are longer than their inputs (96, 36):
+# seasonal_naive has no season to repeat there.
+SEASONS = {"ETTh1": 24, "ETTh2": 24, "ETTm1": 96, "ETTm2": 96, "exchange_rate": 7}
 
 INFORMER_WIDTHS = {"d_model": 512, "n_heads": 8, "d_ff": 2048, "dropout": 0.05}
 LOGSPARSE_SIZES = {"d_model": 64, "n_heads": 4, "n_layers": 3, "d_ff": 256, "dropout": 0.1,
@@ -112,44 +131,86 @@ def model_section(model: str, setting: Setting) -> dict[str, Any]:
     return {"name": model}
 
 
-def config(model: str, setting: Setting) -> dict[str, Any]:
-    """The YAML mapping of one (model, setting)."""
+def data_section(setting: Setting) -> dict[str, Any]:
     return {
-        "model": model_section(model, setting),
-        "data": {
-            "dataset": setting.dataset, "features": setting.features,
-            "target": datasets.get(setting.dataset).target, "seq_len": setting.seq_len,
-            "label_len": setting.label_len, "pred_len": setting.pred_len, "time_encoding": "timeF",
-            "batch_size": BATCH_SIZE,
-        },
-        "trainer": dict(setting.training),
-        "seed": 0,
+        "dataset": setting.dataset, "features": setting.features,
+        "target": datasets.get(setting.dataset).target, "seq_len": setting.seq_len,
+        "label_len": setting.label_len, "pred_len": setting.pred_len, "time_encoding": "timeF",
+        "batch_size": BATCH_SIZE,
     }
 
 
-def relative_path(model: str, setting: Setting) -> Path:
-    return Path(setting.dataset) / f"{model}_{setting.features}_{setting.pred_len}.yaml"
+def config(model: str, setting: Setting) -> dict[str, Any]:
+    """The YAML mapping of one (model, setting) in the papers' settings."""
+    return {
+        "model": model_section(model, setting),
+        "data": data_section(setting),
+        "trainer": dict(setting.training),
+        "seed": 0,
+        "recipe": "paper",
+    }
 
 
-def render(model: str, setting: Setting) -> str:
+def long_horizon_settings() -> Iterator[Setting]:
+    """The standard long-horizon benchmark's 28 cells."""
+    for dataset in LONG_HORIZON_DATASETS:
+        if dataset == "national_illness":
+            for pred_len in ILLNESS_HORIZONS:
+                yield Setting(dataset, "M", pred_len, 36, 18, factor=3, protocol="long-horizon benchmark (ILI)")
+        else:
+            for pred_len in AUTOFORMER_HORIZONS:
+                yield Setting(dataset, "M", pred_len, 96, 48, factor=3, protocol="long-horizon benchmark")
+
+
+def long_horizon_config(name: str, setting: Setting) -> dict[str, Any] | None:
+    """The YAML mapping of one model of the long-horizon benchmark, or None where it has no config."""
+    data = data_section(setting)
+    if name in ("naive", "seasonal_naive"):
+        if name == "seasonal_naive" and setting.dataset not in SEASONS:
+            return None
+        options = {"season_length": SEASONS[setting.dataset]} if name == "seasonal_naive" else {}
+        return {"model": {"name": name, **options}, "data": data, "seed": 0, "recipe": "paper"}
+    if name == "informer-paper":
+        if setting.dataset not in PAPER_RECIPE_ON:
+            return None
+        return {"model": model_section("informer", setting), "data": data,
+                "trainer": dict(AUTOFORMER_TRAINING), "seed": 0, "recipe": "paper"}
+    return {"model": {"name": name}, "data": data, "trainer": {"checkpoint_every_minutes": 10.0}, "seed": 0,
+            "recipe": "improved"}
+
+
+def relative_path(name: str, setting: Setting, tree: str = CONFIGS) -> Path:
+    return Path(tree) / setting.dataset / f"{name}_{setting.features}_{setting.pred_len}.yaml"
+
+
+def render(name: str, setting: Setting, mapping: dict[str, Any], tree: str = CONFIGS) -> str:
     header = (f"# Generated by experiments/make_configs.py: edit that script, not this file.\n"
               f"# {setting.dataset} {setting.features} horizon {setting.pred_len}: {setting.protocol}.\n"
-              f"# forecast fit --config experiments/configs/{relative_path(model, setting).as_posix()}\n")
-    return header + yaml.safe_dump(config(model, setting), sort_keys=False)
+              f"# forecast fit --config experiments/{relative_path(name, setting, tree).as_posix()}\n")
+    return header + yaml.safe_dump(mapping, sort_keys=False)
 
 
 def expected_files() -> dict[Path, str]:
-    """Relative path -> file content of every config."""
-    return {relative_path(model, setting): render(model, setting) for setting in settings() for model in MODELS}
+    """Path relative to experiments/ -> file content of every config of both trees."""
+    files = {relative_path(model, setting): render(model, setting, config(model, setting))
+             for setting in settings() for model in MODELS}
+    for setting in long_horizon_settings():
+        for name in LONG_HORIZON_MODELS:
+            mapping = long_horizon_config(name, setting)
+            if mapping is not None:
+                files[relative_path(name, setting, LONG_HORIZON)] = render(name, setting, mapping, LONG_HORIZON)
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="compare with the files on disk, write nothing")
-    parser.add_argument("--out", type=Path, default=CONFIGS, help="configs directory (default experiments/configs)")
+    parser.add_argument("--out", type=Path, default=HERE,
+                        help="where the configs/ and long_horizon/ trees go (default experiments/)")
     args = parser.parse_args(argv)
     expected = expected_files()
-    on_disk = {path.relative_to(args.out) for path in args.out.rglob("*.yaml")} if args.out.exists() else set()
+    on_disk = {path.relative_to(args.out) for tree in (CONFIGS, LONG_HORIZON) if (args.out / tree).exists()
+               for path in (args.out / tree).rglob("*.yaml")}
     if args.check:
         stale = sorted(str(path) for path, text in expected.items()
                        if not (args.out / path).is_file() or (args.out / path).read_text() != text)

@@ -18,7 +18,7 @@ M_PAPER=(--features M --seq-len 48 --label-len 48 --pred-len 24)
 M_COMMON=(--features M --seq-len 96 --label-len 48 --pred-len 24)
 S_PAPER=(--features S --seq-len 720 --label-len 168 --pred-len 24)
 
-run() { "$PY" experiments/run.py --dataset ETTh1 "$@"; }
+run() { "$PY" experiments/run.py --dataset ETTh1 --recipe paper "$@"; }
 
 for window in M_PAPER M_COMMON S_PAPER; do
   declare -n args="$window"

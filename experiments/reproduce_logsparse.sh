@@ -15,7 +15,7 @@ SIZES=(--model-option d_model=64 --model-option n_heads=4 --model-option n_layer
 M_PAPER=(--features M --seq-len 48 --label-len 48 --pred-len 24)
 S_PAPER=(--features S --seq-len 720 --label-len 168 --pred-len 24)
 
-run() { "$PY" experiments/run.py --dataset ETTh1 "$@"; }
+run() { "$PY" experiments/run.py --dataset ETTh1 --recipe paper "$@"; }
 
 run --model seasonal_naive "${S_PAPER[@]}" --model-option season_length=24
 run --model seasonal_naive "${M_PAPER[@]}" --model-option season_length=24

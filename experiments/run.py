@@ -1,7 +1,11 @@
 """Run one experiment (or resume it) and append its results row.
 
     python experiments/run.py --dataset ETTh1 --model informer --features M \
-        --seq-len 48 --label-len 48 --pred-len 24 --seed 0 --model-option factor=3
+        --seq-len 48 --label-len 48 --pred-len 24 --seed 0 --recipe paper --model-option factor=3
+
+A run starts from a named recipe (``--recipe``, default ``improved``; ``paper`` is the
+papers' settings, see :mod:`forecast.recipes`); model options and training flags given
+here override the recipe's.
 
 A run writes checkpoints under ``--runs-dir`` (one folder per run key, gitignored) every
 epoch and every 10 minutes of training (``--checkpoint-every-minutes``); starting the same
@@ -22,7 +26,8 @@ import sys
 from pathlib import Path
 
 from forecast.experiment import Experiment, run_experiment
-from forecast.training import SIGTERM_EXIT_STATUS, TrainingConfig, stopped_by_sigterm
+from forecast.recipes import DEFAULT_RECIPE, RECIPES
+from forecast.training import SIGTERM_EXIT_STATUS, stopped_by_sigterm
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,16 +52,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pred-len", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-encoding", default="timeF")
+    parser.add_argument("--recipe", default=DEFAULT_RECIPE, choices=sorted(RECIPES),
+                        help="the named recipe the run starts from (default %(default)s)")
     parser.add_argument("--model-option", action="append", default=[], metavar="KEY=VALUE",
                         help="model config field, e.g. factor=3 or d_model=512 (repeatable)")
-    parser.add_argument("--max-epochs", type=int, default=6)
-    parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--lr-schedule", default="halve")
-    parser.add_argument("--loss", default="mse")
-    parser.add_argument("--num-workers", type=int, default=0)
-    parser.add_argument("--precision", default=None)
+    # Training flags: None leaves the recipe's setting.
+    parser.add_argument("--max-epochs", type=int)
+    parser.add_argument("--patience", type=int)
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--learning-rate", type=float)
+    parser.add_argument("--lr-schedule")
+    parser.add_argument("--loss")
+    parser.add_argument("--num-workers", type=int)
+    parser.add_argument("--precision")
     parser.add_argument("--checkpoint-every-minutes", type=float, default=10.0,
                         help="also checkpoint mid-epoch, so a killed run loses at most this many minutes "
                              "(0: per-epoch checkpoints only)")
@@ -72,17 +80,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def experiment_from_args(args: argparse.Namespace) -> Experiment:
     model_options = dict(option.split("=", 1) for option in args.model_option)
     model_options = {key: parse_value(value) for key, value in sorted(model_options.items())}
-    training = TrainingConfig(
-        max_epochs=args.max_epochs, patience=args.patience, batch_size=args.batch_size,
-        learning_rate=args.learning_rate, lr_schedule=args.lr_schedule, loss=args.loss,
-        seed=args.seed, num_workers=args.num_workers, precision=args.precision,
-        checkpoint_every_n_steps=args.checkpoint_every_n_steps,
-        checkpoint_every_minutes=args.checkpoint_every_minutes or None,
-    )
-    return Experiment(
-        dataset=args.dataset, model=args.model, features=args.features, target=args.target,
+    given = dict(max_epochs=args.max_epochs, patience=args.patience, batch_size=args.batch_size,
+                 learning_rate=args.learning_rate, lr_schedule=args.lr_schedule, loss=args.loss,
+                 num_workers=args.num_workers, precision=args.precision)
+    training = {name: value for name, value in given.items() if value is not None}
+    training.update(seed=args.seed, checkpoint_every_n_steps=args.checkpoint_every_n_steps,
+                    checkpoint_every_minutes=args.checkpoint_every_minutes or None)
+    return Experiment.from_recipe(
+        args.recipe, args.model, model_options, training,
+        dataset=args.dataset, features=args.features, target=args.target,
         seq_len=args.seq_len, label_len=args.label_len, pred_len=args.pred_len,
-        time_encoding=args.time_encoding, model_options=model_options, training=training,
+        time_encoding=args.time_encoding,
     )
 
 

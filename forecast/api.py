@@ -54,11 +54,13 @@ from forecast.errors import ConfigError, DataError, NonFiniteForecastError, Seri
 from forecast.metrics import sample_quantiles
 from forecast.models import MODELS, DataSpec, build_model, model_options
 from forecast.module import ForecastModule
+from forecast.recipes import DEFAULT_RECIPE, get_recipe
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.training import (
     lightning_messages,
     TrainingConfig,
     build_trainer,
+    calibrate_on_validation,
     has_trainable_parameters,
     last_checkpoint,
     load_checkpoint,
@@ -91,6 +93,9 @@ _TRAINER_OPTIONS = tuple(
     name for name in inspect.signature(L.Trainer.__init__).parameters
     if name not in (*_MANAGED_TRAINER_ARGUMENTS, *_OWN_ARGUMENTS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS)
 )
+# Every option name that is not a model option (a recipe's model options go beneath the rest).
+_NOT_MODEL_OPTIONS = frozenset((*_DATA_OPTIONS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS, *_TRAINER_OPTIONS,
+                                "max_epochs", "callbacks", "split"))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -349,9 +354,14 @@ class Forecaster:
         features: ``"M"`` all variables in and out, ``"S"`` the target alone, ``"MS"``
             all in, the target out.
         target: the target column (last in model order).
-        max_epochs: training epochs at most (early stopping on validation loss).
+        max_epochs: training epochs at most (early stopping on validation loss); ``None``
+            takes the recipe's.
         seed: seeds Python, numpy and torch at ``fit`` (``lightning.seed_everything``),
             the training loader's shuffling and the sampling of quantile forecasts.
+        recipe: the named recipe (:mod:`forecast.recipes`) whose model options and
+            training settings the forecaster starts from: ``improved`` (the default:
+            reversible instance normalization and the settings chosen on validation
+            windows) or ``paper`` (the papers' settings). Options given here win.
         quantiles: levels of the quantile columns ``predict`` adds for models that
             forecast distributions (those with a ``quantiles`` or ``sample`` method).
         progress: show Lightning's progress bar and model summary.
@@ -380,9 +390,10 @@ class Forecaster:
         pred_len: int = 24,
         features: str = "M",
         target: Hashable | None = "OT",
-        max_epochs: int = 6,
+        max_epochs: int | None = None,
         seed: int = 0,
         *,
+        recipe: str = DEFAULT_RECIPE,
         quantiles: Sequence[float] = DEFAULT_QUANTILES,
         progress: bool = False,
         **options: Any,
@@ -390,6 +401,15 @@ class Forecaster:
         if model not in MODELS:
             raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
         self._model_name = model
+        self._recipe = get_recipe(recipe)
+        model_given = {name: value for name, value in options.items() if name not in _NOT_MODEL_OPTIONS}
+        recipe_options, recipe_training = self._recipe.apply(model, model_given, {})
+        given_training = {name: value for name, value in options.items() if name in _NOT_MODEL_OPTIONS}
+        options = {**recipe_training, **given_training, **recipe_options}
+        if max_epochs is None:
+            max_epochs = options.pop("max_epochs", TrainingConfig.max_epochs)
+        else:
+            options.pop("max_epochs", None)
         self._quantiles = _check_quantiles(quantiles)
         self._progress = require_bool("progress", progress)
         self._callbacks = list(options.pop("callbacks", None) or [])
@@ -490,6 +510,7 @@ class Forecaster:
             logger.info("Trainer options %s are not saved (no JSON form).", sorted(extra.keys() - kept.keys()))
         return {
             "model": self._model_name,
+            "recipe": self._recipe.name,
             "model_options": _jsonable(self._model_options, "model_options"),
             "data": _jsonable({**self._window, **self._data_options}, "data"),
             "training": _jsonable({**training, "extra_trainer_options": kept}, "training"),
@@ -650,6 +671,7 @@ class Forecaster:
                 trainer = self._trainer(run_path, [best])
                 trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
             self._restore_best(trainer, module, best)
+            calibrate_on_validation(module.model, datamodule, self._training)
             if not all(torch.isfinite(tensor).all() for tensor in module.model.state_dict().values()
                        if tensor.is_floating_point()):
                 raise NonFiniteForecastError(
@@ -886,7 +908,9 @@ class Forecaster:
         returns (see :mod:`forecast.layers.attention`): ``ProbSparseWeights`` for
         ``prob`` (plot with :func:`forecast.plotting.plot_probsparse`), a dense
         ``[1, H, L, S]`` tensor for ``full``, ``LogSparseWeights`` for ``logsparse``
-        (both with :func:`forecast.plotting.plot_attention`). Models expose them by an
+        (both with :func:`forecast.plotting.plot_attention`). With independent channels
+        (the ``improved`` recipe) the leading dimension is one row per output variable,
+        ``C_out`` instead of 1. Models expose them by an
         ``attention_weights(x, x_mark, y_mark)`` method or, like Informer, by
         ``encode(x, x_mark, need_weights=True)``.
         """
@@ -939,8 +963,10 @@ class Forecaster:
         if not (directory / WEIGHTS_FILE).is_file():
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
         training = dict(config["training"])
+        # Saved before recipes existed: the paper's settings were the only ones.
         forecaster = cls(config["model"], **config["data"], max_epochs=training.pop("max_epochs"),
-                         seed=training.pop("seed"), quantiles=config["quantiles"], progress=config["progress"],
+                         seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
+                         quantiles=config["quantiles"], progress=config["progress"],
                          **config["model_options"], **training)
         fitted = _FittedData.from_json(config["fitted"], _read_json(directory / SCALER_FILE))
         with _private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was

@@ -203,21 +203,25 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     overrides = parse_overrides(args.set) if args.set else None
     spec = spec.updated(configs=args.config, configs_dir=args.configs_dir, datasets=args.datasets,
                         models=args.models, features=args.features, horizons=args.horizons, seeds=args.seeds,
-                        results_dir=args.results_dir, runs_dir=args.runs_dir, overrides=overrides)
+                        results_dir=args.results_dir, runs_dir=args.runs_dir, overrides=overrides,
+                        shard=args.shard)
+    share = f" (shard {spec.shard[0]}/{spec.shard[1]})" if spec.shard else ""
     if args.dry_run:
         runs = plan_sweep(spec)
         frame = pd.DataFrame([{"status": run.status(), "config": str(run.config_path), "seed": run.experiment.seed,
                                "results": str(run.results)} for run in runs])
         print(frame.to_string(index=False))
         counts = frame["status"].value_counts()
-        print(f"{len(runs)} runs: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "partial", "pending")))
+        print(f"{len(runs)} runs: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "partial", "pending"))
+              + share)
         return 0
     package_logger = logging.getLogger("forecast")
     package_logger.setLevel(logging.INFO)  # "resuming from ...", "already in ..., skipping"
     package_logger.addHandler(logging.StreamHandler())
     summary = run_sweep(spec, progress=args.progress, fail_fast=args.fail_fast,
                         announce=lambda line: print(line, flush=True))
-    print(f"sweep: {len(summary.ran)} run, {len(summary.skipped)} already done, {len(summary.failed)} failed")
+    print(f"sweep{share}: {len(summary.ran)} run, {len(summary.skipped)} already done, "
+          f"{len(summary.failed)} failed")
     for run, error in summary.failed:
         print(f"  failed: {run.config_path} seed {run.experiment.seed}: {error}")
     return 1 if summary.failed else 0
@@ -342,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--runs-dir", type=Path, default=None, help="default experiments/runs")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config option in every run, e.g. trainer.max_epochs=2 (repeatable)")
+    sweep.add_argument("--shard", default=None, metavar="K/N",
+                       help="run only worker K's share of N (0-based; the runs at plan positions i %% N == K), "
+                            "e.g. --shard ${SLURM_ARRAY_TASK_ID}/4 in a job array")
     sweep.add_argument("--dry-run", action="store_true", help="list the runs and their status, run nothing")
     sweep.add_argument("--fail-fast", action="store_true", help="stop at the first failed run")
     sweep.add_argument("--progress", action="store_true", help="show Lightning's progress bar")

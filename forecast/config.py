@@ -16,6 +16,7 @@
       learning_rate: 1.0e-4
       accelerator: auto
     seed: 0
+    recipe: improved           # optional: the named recipe the options start from (forecast.recipes)
     run_dir: runs/etth1        # optional: checkpoints and the saved forecaster
 
 Files are read with ``yaml.safe_load`` (no Python objects). Several files merge in
@@ -50,6 +51,7 @@ import yaml
 from forecast import datasets as registry
 from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
+from forecast.recipes import DEFAULT_RECIPE, get_recipe
 
 __all__ = [
     "CONFIG_NAME",
@@ -64,7 +66,7 @@ __all__ = [
 ]
 
 SECTIONS = ("model", "data", "trainer")
-TOP_LEVEL = ("seed", "run_dir", "quantiles", "progress")
+TOP_LEVEL = ("seed", "recipe", "run_dir", "quantiles", "progress")
 DEFAULT_RUNS_ROOT = Path("runs")
 # Benchmark config files are named <model>_<features>_<pred_len>.yaml, in a folder per dataset.
 CONFIG_NAME = re.compile(r"^(?P<model>.+)_(?P<features>M|S|MS)_(?P<pred_len>\d+)$")
@@ -250,10 +252,11 @@ def _trainer_section(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 
 def _top_level(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """``seed``, ``run_dir``, ``quantiles`` and ``progress``, checked."""
+    """``seed``, ``recipe``, ``run_dir``, ``quantiles`` and ``progress``, checked."""
     try:
         seed = require_int("seed", mapping.get("seed", 0), 0)
         progress = require_bool("progress", mapping.get("progress", False))
+        recipe = get_recipe(mapping.get("recipe", DEFAULT_RECIPE)).name
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
     run_dir = mapping.get("run_dir")
@@ -262,18 +265,20 @@ def _top_level(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
     quantiles = mapping.get("quantiles")
     if quantiles is not None and not isinstance(quantiles, list):
         raise ConfigError(f"{source}: quantiles={quantiles!r}; Fix: a list of levels, e.g. [0.1, 0.5, 0.9].")
-    return {"seed": seed, "run_dir": run_dir, "quantiles": tuple(quantiles) if quantiles is not None else None,
-            "progress": progress}
+    return {"seed": seed, "recipe": recipe, "run_dir": run_dir,
+            "quantiles": tuple(quantiles) if quantiles is not None else None, "progress": progress}
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """A validated run configuration: model, model options, data, trainer options and seed.
+    """A validated run configuration: model, model options, data, trainer options, seed and recipe.
 
     Build one with :meth:`from_mapping` (or :func:`load_config` for files and overrides).
     ``data`` always holds ``dataset`` and the window (defaults filled in: the registered
     target of a known dataset, else ``OT``); ``trainer`` holds TrainingConfig fields and
-    ``lightning.Trainer`` arguments.
+    ``lightning.Trainer`` arguments. ``model_options`` and ``trainer`` hold what the file
+    says; the ``recipe`` (:mod:`forecast.recipes`) fills in the rest when a Forecaster
+    or an Experiment is built.
     """
 
     model: str
@@ -281,6 +286,7 @@ class RunConfig:
     data: dict[str, Any]
     trainer: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    recipe: str = DEFAULT_RECIPE
     run_dir: str | None = None
     quantiles: tuple[float, ...] | None = None
     progress: bool = False
@@ -315,6 +321,7 @@ class RunConfig:
             "data": copy.deepcopy(self.data),
             "trainer": copy.deepcopy(self.trainer),
             "seed": self.seed,
+            "recipe": self.recipe,
         }
         if self.run_dir is not None:
             mapping["run_dir"] = self.run_dir
@@ -333,14 +340,14 @@ class RunConfig:
     def resolved_run_dir(self, root: str | os.PathLike[str] = DEFAULT_RUNS_ROOT) -> Path:
         """``run_dir`` if set, else ``root/<dataset>/<model>_<features>_<pred_len>_seed<seed>-<hash>``.
 
-        The hash covers the model, its options, the data section and the seed, so a
-        changed model option or window trains in a fresh folder while more epochs
-        (a trainer option) resume the same run.
+        The hash covers the model, its options, the recipe, the data section and the seed,
+        so a changed model option, recipe or window trains in a fresh folder while more
+        epochs (a trainer option) resume the same run.
         """
         if self.run_dir is not None:
             return Path(self.run_dir)
         identity = json.dumps({"model": self.model, "options": self.model_options, "data": self.data,
-                               "seed": self.seed}, sort_keys=True, default=str)
+                               "seed": self.seed, "recipe": self.recipe}, sort_keys=True, default=str)
         digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
         name = f"{self.model}_{self.data['features']}_{self.data['pred_len']}_seed{self.seed}-{digest}"
         return Path(root) / self.dataset_label / name
@@ -351,7 +358,7 @@ class RunConfig:
         """Keyword arguments of :class:`~forecast.Forecaster` (everything but the data and split)."""
         data = {k: v for k, v in self.data.items() if k not in ("dataset", "split")}
         options: dict[str, Any] = {**data, **self.trainer, **self.model_options, "seed": self.seed,
-                                   "progress": self.progress}
+                                   "recipe": self.recipe, "progress": self.progress}
         if self.quantiles is not None:
             options["quantiles"] = self.quantiles
         return options
@@ -380,11 +387,10 @@ class RunConfig:
         loader = {k: self.data[k] for k in _LOADER if k in self.data}
         data_options = {k: v for k, v in self.data.items() if k not in ("dataset", *_WINDOW, *_LOADER)}
         try:
-            config = TrainingConfig(seed=self.seed, extra_trainer_options=extra, **loader, **training)
-            return Experiment(
-                dataset=self.dataset, model=self.model, model_options=self.model_options,
-                data_options=data_options, training=config,
-                **{k: self.data[k] for k in _WINDOW},
+            return Experiment.from_recipe(
+                self.recipe, self.model, self.model_options,
+                {"seed": self.seed, "extra_trainer_options": extra, **loader, **training},
+                dataset=self.dataset, data_options=data_options, **{k: self.data[k] for k in _WINDOW},
             )
         except (ConfigError, TypeError) as error:
             raise ConfigError(f"{self.source}: {error}") from error

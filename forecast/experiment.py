@@ -9,13 +9,16 @@ on every test window and appends the row (DESIGN.md's results format,
 skipped, so repeating a command, a script or a sweep continues where it stopped.
 
 The key of a row (:data:`forecast.results.KEY`) is the dataset, model, features, window,
-seed and the model options as sorted JSON; training settings are not part of it. The run
-folder name is built from the same fields, so ``experiments/run.py`` and ``forecast
-sweep`` share rows and checkpoints for the same setting.
+seed, the recipe's name (:mod:`forecast.recipes`), the model options (the recipe's and
+those given) and the training settings that differ from the TrainingConfig defaults, both
+as sorted JSON. The run folder is named after the same key, so ``experiments/run.py`` and
+``forecast sweep`` share rows and checkpoints for the same run, and a smoke run
+(``max_epochs=1``) never stands for the real one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -30,17 +33,20 @@ from lightning.pytorch.callbacks import Callback
 import forecast
 from forecast.data import WindowDataModule
 from forecast.errors import ConfigError
-from forecast.models import DataSpec, build_model
+from forecast.models import PARAMETER_FREE, DataSpec, build_model
 from forecast.module import ForecastModule
-from forecast.results import PROBABILISTIC_COLUMNS, append_row, has_row
+from forecast.recipes import DEFAULT_RECIPE, get_recipe, training_differences
+from forecast.results import PROBABILISTIC_COLUMNS, append_new_row, has_row
 from forecast.training import (
     TrainClock,
     TrainingConfig,
     build_trainer,
+    calibrate_on_validation,
     device_description,
     git_commit,
     has_trainable_parameters,
     last_checkpoint,
+    load_checkpoint,
 )
 
 __all__ = ["Experiment", "dataset_label", "run_experiment"]
@@ -55,13 +61,14 @@ def dataset_label(dataset: str) -> str:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One run: data and window, a registered model and its options, the training recipe.
+    """One run: data and window, a registered model and its options, the training settings.
 
     ``dataset`` is a registered name or a CSV path; ``target`` ``None`` means the
     dataset's registered target. ``model_options`` are fields of the model's config
-    (kept sorted by name). ``data_options`` are further
-    :class:`~forecast.data.DataConfig` fields for the data module (``split``, ``freq``,
-    ...). ``training.seed`` is the run's seed.
+    (kept sorted by name) and ``training`` the settings, both with the recipe already
+    applied (:meth:`from_recipe` does it); ``recipe`` names it. ``data_options`` are
+    further :class:`~forecast.data.DataConfig` fields for the data module (``split``,
+    ``freq``, ...). ``training.seed`` is the run's seed.
     """
 
     dataset: str
@@ -75,6 +82,15 @@ class Experiment:
     model_options: Mapping[str, Any] = field(default_factory=dict)
     data_options: Mapping[str, Any] = field(default_factory=dict)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    recipe: str = DEFAULT_RECIPE
+
+    @classmethod
+    def from_recipe(cls, recipe: str, model: str, model_options: Mapping[str, Any],
+                    training: Mapping[str, Any], **fields: Any) -> Experiment:
+        """An experiment whose model options and training settings start from ``recipe``'s."""
+        options, settings = get_recipe(recipe).apply(model, model_options, training)
+        return cls(model=model, model_options=options, training=TrainingConfig(**settings), recipe=recipe,
+                   **fields)
 
     def __post_init__(self) -> None:
         if not isinstance(self.dataset, str) or not self.dataset:
@@ -85,6 +101,7 @@ class Experiment:
             raise ConfigError(f"data_options {sorted(reserved)} are fields of the Experiment itself; set them there.")
         object.__setattr__(self, "model_options", dict(sorted(self.model_options.items())))
         object.__setattr__(self, "data_options", dict(self.data_options))
+        get_recipe(self.recipe)
 
     @property
     def seed(self) -> int:
@@ -98,16 +115,28 @@ class Experiment:
     def options_text(self) -> str:
         return json.dumps(self.model_options, sort_keys=True)
 
+    @property
+    def training_text(self) -> str:
+        """The training settings of the key: none for a parameter-free model, which trains nothing."""
+        if self.model in PARAMETER_FREE:
+            return "{}"
+        return json.dumps(training_differences(self.training), sort_keys=True)
+
     def key(self) -> dict[str, Any]:
         """The results-row key (:data:`forecast.results.KEY`) of this run."""
         return dict(dataset=self.label, model=self.model, features=self.features, seq_len=self.seq_len,
-                    label_len=self.label_len, pred_len=self.pred_len, seed=self.seed, options=self.options_text)
+                    label_len=self.label_len, pred_len=self.pred_len, seed=self.seed, recipe=self.recipe,
+                    options=self.options_text, training=self.training_text)
 
     def run_name(self) -> str:
-        """The run folder's name: the key's fields, then the model options, as ``name=value``."""
+        """The run folder's name: the key's short fields as ``name=value``, then a digest of the whole key.
+
+        The digest stands for the options and training settings, which would make a name
+        longer than file systems allow.
+        """
         key = self.key()
-        name = "_".join(f"{k}={v}" for k, v in key.items() if k != "options")
-        return name + "_" + "_".join(f"{k}={v}" for k, v in self.model_options.items())
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+        return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training")) + f"-{digest}"
 
     def results_path(self, results_dir: str | os.PathLike[str]) -> Path:
         return Path(results_dir) / f"{self.label}.csv"
@@ -159,16 +188,17 @@ def run_experiment(
             log.info("resuming from %s", resume)
         # weights_only: checkpoints never unpickle code
         trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
-        # Read before testing: restoring the best checkpoint also restores the clock's state.
         train_seconds, epochs = clock.seconds, trainer.current_epoch
-        test_output = trainer.test(module, datamodule=datamodule, ckpt_path="best", verbose=False,
-                                   weights_only=True)
+        # The best epoch's weights, then the recipe's calibration on validation windows, then the test.
+        module.load_state_dict(load_checkpoint(trainer.checkpoint_callback.best_model_path)["state_dict"])
+        calibrate_on_validation(model, datamodule, training)
     else:
         train_seconds, epochs = 0.0, 0
-        test_output = trainer.test(module, datamodule=datamodule, verbose=False)
+    test_output = trainer.test(module, datamodule=datamodule, verbose=False)
     metrics = test_output[0]
     best_path = trainer.checkpoint_callback.best_model_path if trained else ""
     best_epoch = int(best_path.rsplit("epoch=", 1)[1].split(".")[0]) if best_path else -1
+    best_score = trainer.checkpoint_callback.best_model_score if trained else None
 
     row = dict(
         key,
@@ -179,12 +209,14 @@ def run_experiment(
         epochs=epochs, best_epoch=best_epoch,
         train_seconds=round(train_seconds, 1), device=device_description(trainer),
         version=forecast.__version__, commit=git_commit(),
-        command=command,
+        command=command, val_loss=float(best_score) if best_score is not None else "",
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},
     )
     if not trainer.is_global_zero:  # under DDP every process tests; one writes the row
         return row
-    append_row(results, row)
+    if not append_new_row(results, row):  # another worker finished the same run first
+        log.warning("%s already holds this run's row; this run's row was not added: %s", results, key)
+        return row
     log.info("wrote %s: mse %.4f mae %.4f over %d windows", results, metrics["test_mse"], metrics["test_mae"],
              int(metrics["test_windows"]))
     return row

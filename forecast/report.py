@@ -112,20 +112,21 @@ def configured_settings(configs_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """One row per config file under ``configs_dir/<dataset>/<model>_<features>_<pred_len>.yaml``.
 
     Columns: the results key without the seed (dataset, model, features, seq_len,
-    label_len, pred_len, options) and ``config`` (the file).
+    label_len, pred_len, recipe, options, training) and ``config`` (the file).
     """
     rows = []
     for path in sorted(Path(configs_dir).glob("*/*.yaml")):
         if CONFIG_NAME.match(path.stem) is None:
             continue
         rows.append({**_setting_of(str(path), path.stat().st_mtime), "config": str(path)})
-    columns = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "options", "config"]
+    columns = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "recipe", "options", "training",
+               "config"]
     return pd.DataFrame(rows, columns=columns)
 
 
 # ------------------------------------------------------------------------ aggregation
 
-_SETTING = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "options"]
+_SETTING = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training"]
 # Summary name -> results column: rho-risks on the original scale (the field reports them in
 # the data's units) and the 80% interval's coverage; NaN for point forecasts.
 _PROBABILISTIC = {"r50_orig": "rho_risk_0.5_orig", "r90_orig": "rho_risk_0.9_orig", "coverage80": "coverage_0.8"}
@@ -213,8 +214,8 @@ def _blocks(settings: pd.DataFrame, published: pd.DataFrame, order: Sequence[str
 
 
 def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
-    models = _ordered_models([*block.settings["model"], *block.published["model"]])
     papers = block.published[block.published.seq_len.isna()]  # the papers' own windows
+    models = _ordered_models([*block.settings["model"], *papers["model"]])
     paper_label = {m: papers[papers.model == m]["published_as"].iloc[0] for m in models if (papers.model == m).any()}
     cited_sources: set[str] = set()
     header = ["horizon", "window"]
@@ -224,7 +225,7 @@ def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
             header.append(f"{paper_label[model]} (paper)")
     lines = [f"### {block.dataset}, {FEATURE_NAMES.get(block.features, block.features)} (`{block.features}`)", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    horizons = sorted({*block.settings["pred_len"].astype(int), *block.published["pred_len"].astype(int)})
+    horizons = sorted({*block.settings["pred_len"].astype(int), *papers["pred_len"].astype(int)})
     for horizon in horizons:
         at = block.settings[block.settings.pred_len == horizon]
         windows = sorted({f"{s}/{l}" for s, l in zip(at["seq_len"], at["label_len"], strict=True)})
@@ -241,7 +242,8 @@ def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
                 match = summary[(summary.dataset == block.dataset) & (summary.features == block.features)
                                 & (summary.model == model) & (summary.seq_len == setting.seq_len)
                                 & (summary.label_len == setting.label_len) & (summary.pred_len == horizon)
-                                & (summary.options == setting.options)]
+                                & (summary.recipe == setting.recipe) & (summary.options == setting.options)
+                                & (summary.training == setting.training)]
                 cells.append(_ours(match.iloc[0] if not match.empty else None))
             if model in paper_label:
                 cells.append(_published_cell(paper))
@@ -283,15 +285,15 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
     for (dataset, features, seq, label, pred), block in table.groupby(
             ["dataset", "features", "seq_len", "label_len", "pred_len"], sort=True):
         lines += [f"#### {dataset} `{features}` {seq}/{label}/{pred}", "",
-                  "| model | options | seeds | test windows | MSE | MAE | MSE (orig) | MAE (orig) "
+                  "| model | recipe | options | training | seeds | test windows | MSE | MAE | MSE (orig) | MAE (orig) "
                   "| R0.5 / R0.9 (orig) | 80% coverage | epochs | train min/run | device | published MSE / MAE |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         at_configured = (dataset, features, seq, label, pred) in configured
         for row in block.itertuples():
             paper = _cited(published, dataset, features, row.model, pred, seq, label, at_configured)
             cited = f"{_published_cell(paper)} ({paper.published_as})" if paper is not None else ""
             lines.append(
-                f"| {row.model} | `{row.options}` | {row.seeds} | {row.windows} "
+                f"| {row.model} | {row.recipe} | `{row.options}` | `{row.training}` | {row.seeds} | {row.windows} "
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
                 f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
                 f"| {row.epochs:.1f} "

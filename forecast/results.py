@@ -1,4 +1,12 @@
-"""Results rows (DESIGN.md): one per run, appended atomically, read back for resuming."""
+"""Results rows (DESIGN.md): one per run, appended atomically, read back for resuming.
+
+Every change to ``<name>.csv`` is a read-modify-write (the file is rewritten to a temp
+file and renamed, so a crash never tears it) done while holding the file lock
+``.<name>.csv.lock`` next to it, so several processes (sweep workers of a job array,
+on one machine or on the nodes of a cluster sharing the directory) append to the same
+file without losing a row. The lock file stays on disk (deleting it could let two
+writers lock different files); it is empty and ignored by git.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +14,31 @@ import csv
 import io
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from filelock import FileLock, Timeout
+
+from forecast.errors import ConfigError
 
 COLUMNS = [
     "dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed",
     "mse", "mae", "mse_orig", "mae_orig", "n_test_windows", "epochs", "best_epoch",
     "train_seconds", "device", "version", "commit", "options", "command",
+    # The named recipe (forecast.recipes), the training settings that differ from TrainingConfig's
+    # defaults (sorted JSON), and the best epoch's validation loss (what settings are chosen on).
+    "recipe", "training", "val_loss",
     # Probabilistic models only (blank for point forecasts): rho-risks and 80% interval coverage.
     "rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig", "coverage_0.8",
 ]
 PROBABILISTIC_COLUMNS = COLUMNS[COLUMNS.index("rho_risk_0.5"):]
-KEY = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "options"]
+KEY = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "recipe", "options", "training"]
+
+# An append holds the lock for milliseconds; waiting this long means the lock is broken.
+LOCK_TIMEOUT_S = 600.0
 
 
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
@@ -49,14 +67,73 @@ def has_row(path: str | os.PathLike, key: dict[str, Any]) -> bool:
     return bool(mask.any())
 
 
-def append_row(path: str | os.PathLike, row: dict[str, Any]) -> None:
-    """Append one row; the file is rewritten to a temp file and renamed, so a crash
-    mid-write never leaves a torn CSV and never loses earlier rows."""
+def lock_path(path: str | os.PathLike) -> Path:
+    """The lock file guarding the results file ``path``: ``.<name>.lock`` beside it, so that every
+    process (on any node) that can write the results file finds the same lock."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def locked(path: str | os.PathLike) -> Iterator[None]:
+    """Hold the results file's lock, so that a read-modify-write of it excludes every other writer.
+
+    A lock taken by a process that dies is released by the kernel; a wait beyond
+    :data:`LOCK_TIMEOUT_S` means the filesystem's locks are broken, which an error says
+    rather than a sweep hanging forever.
+    """
+    lock_file = lock_path(path)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(lock_file, timeout=LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except Timeout as error:
+        raise ConfigError(
+            f"waited {LOCK_TIMEOUT_S:.0f} s for the lock {lock_file} of the results file {Path(path).name}. Fix: if "
+            "no process is writing there, delete the lock file; if file locks do not work across the nodes of this "
+            "filesystem, give each worker its own --results-dir and merge them with "
+            "python experiments/merge_results.py."
+        ) from error
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def append_row(path: str | os.PathLike, row: dict[str, Any]) -> None:
+    """Append one row under the file's lock (:func:`locked`), so concurrent writers lose no row.
+
+    The file is rewritten to a temp file and renamed, so a crash mid-write never leaves a
+    torn CSV and never loses earlier rows.
+    """
+    _check_complete(row)
+    with locked(path):
+        _append_unlocked(Path(path), row)
+
+
+def append_new_row(path: str | os.PathLike, row: dict[str, Any]) -> bool:
+    """Append ``row`` unless a row with its :data:`KEY` is recorded; whether it was appended.
+
+    The check and the append happen under one lock, so two processes adding the same run
+    (two merges of the same results) record it once.
+    """
+    _check_complete(row)
+    with locked(path):
+        if has_row(path, row):
+            return False
+        _append_unlocked(Path(path), row)
+        return True
+
+
+def _check_complete(row: dict[str, Any]) -> None:
+    """Refuse a row that lacks a required column before anything touches the file."""
     missing = set(COLUMNS) - set(PROBABILISTIC_COLUMNS) - row.keys()
     if missing:
         raise ValueError(f"results row lacks {sorted(missing)}")
+
+
+def _append_unlocked(path: Path, row: dict[str, Any]) -> None:
+    """The read-modify-write of :func:`append_row`; the caller holds the file's lock (which made the folder)."""
     existing = _in_current_columns(path) if path.exists() else ""
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -79,8 +156,9 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
     """Copy the rows of every ``<source>/*.csv`` into ``<target>/`` (same file name), skipping
     rows whose key is already there; returns the rows added, in order.
 
-    For runs made elsewhere (another checkout, a GPU machine): their results directories
-    merge into the committed one without duplicating a finished run.
+    For runs made elsewhere (another checkout, a GPU machine, sweep workers that each had
+    their own results directory): their results directories merge into the committed one
+    without duplicating a finished run, even while other processes write to the target.
     """
     added: list[dict[str, Any]] = []
     for source in sources:
@@ -91,8 +169,7 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
             for row in read_results(path).to_dict("records"):
                 row = {name: "" if isinstance(value, float) and value != value else value
                        for name, value in row.items()}  # NaN: a blank cell, as it was read
-                if not has_row(destination, row):
-                    append_row(destination, row)
+                if append_new_row(destination, row):
                     added.append(row)
     return added
 

@@ -2,6 +2,7 @@
 
     forecast sweep --datasets ETTh1 --models informer naive --horizons 24 48 --seeds 0 1 2
     forecast sweep --sweep experiments/sweeps/etth1.yaml --dry-run
+    forecast sweep --sweep experiments/sweeps/etth1.yaml --shard ${SLURM_ARRAY_TASK_ID}/4
 
 A sweep selects config files ``<configs_dir>/<dataset>/<model>_<features>_<pred_len>.yaml``
 (or takes the files it is given), runs each for every seed with
@@ -10,6 +11,11 @@ A sweep selects config files ``<configs_dir>/<dataset>/<model>_<features>_<pred_
 killed mid-training continues from its last checkpoint under ``<runs_dir>``, and rows
 are appended atomically, so a sweep killed at any point loses no finished row. Every
 row records the command that reproduces that one run.
+
+``--shard K/N`` splits one sweep over N independent workers (a SLURM job array): worker K
+(0-based) takes the runs at positions ``i`` of the full plan with ``i % N == K``, so every
+run belongs to exactly one worker and the shares differ by at most one run. The workers
+append to the shared results files, whose lock (:mod:`forecast.results`) keeps every row.
 
 A sweep file is YAML with the same names as the flags (flags win)::
 
@@ -20,12 +26,14 @@ A sweep file is YAML with the same names as the flags (flags win)::
     horizons: [24, 48]
     seeds: [0, 1, 2]
     overrides: {trainer.max_epochs: 2}   # applied to every config
+    shard: "0/4"                         # this worker's share (usually given as --shard)
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,14 +43,14 @@ from typing import Any
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-from forecast.checks import require_ints
+from forecast.checks import is_int, require_ints
 from forecast.config import CONFIG_NAME, RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
 from forecast.experiment import Experiment, run_experiment
 from forecast.results import has_row
 from forecast.training import last_checkpoint
 
-__all__ = ["PlannedRun", "SweepSpec", "SweepSummary", "plan_sweep", "run_sweep"]
+__all__ = ["PlannedRun", "SweepSpec", "SweepSummary", "parse_shard", "plan_sweep", "run_sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +58,32 @@ DEFAULT_CONFIGS_DIR = Path("experiments/configs")
 DEFAULT_RESULTS_DIR = Path("experiments/results")
 DEFAULT_RUNS_DIR = Path("experiments/runs")
 _LIST_FIELDS = ("configs", "datasets", "models", "features", "horizons", "seeds")
+_SHARD = re.compile(r"\s*(-?\d+)\s*/\s*(-?\d+)\s*")
+_SHARD_FIX = ("Fix: --shard K/N with 0 <= K < N (K is 0-based: the N workers are 0/N, 1/N, ..., (N-1)/N), "
+              "e.g. --shard ${SLURM_ARRAY_TASK_ID}/4 under #SBATCH --array=0-3.")
+
+
+def parse_shard(value: object) -> tuple[int, int] | None:
+    """``"K/N"`` (a flag or a sweep file) or ``(K, N)`` as ``(K, N)``, checked: a bad share would
+    silently skip runs or run some twice, so it is refused before anything runs."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        match = _SHARD.fullmatch(value)
+        if match is None:
+            raise ConfigError(f"shard {value!r} is not K/N. {_SHARD_FIX}")
+        index, count = int(match[1]), int(match[2])
+    elif isinstance(value, (tuple, list)) and len(value) == 2 and all(is_int(v) for v in value):
+        index, count = int(value[0]), int(value[1])
+    else:
+        raise ConfigError(f"shard {value!r} is not K/N. {_SHARD_FIX}")
+    if count < 1:
+        raise ConfigError(f"shard {index}/{count}: N (the number of workers) must be at least 1. {_SHARD_FIX}")
+    if not 0 <= index < count:
+        one_based = (f" For a 1-based --array=1-{count}, pass --shard $((SLURM_ARRAY_TASK_ID - 1))/{count}."
+                     if index == count else "")
+        raise ConfigError(f"shard {index}/{count}: K must be in 0..{count - 1}. {_SHARD_FIX}{one_based}")
+    return index, count
 
 
 @dataclass(frozen=True)
@@ -66,6 +100,7 @@ class SweepSpec:
     results_dir: Path = DEFAULT_RESULTS_DIR
     runs_dir: Path = DEFAULT_RUNS_DIR
     overrides: tuple[tuple[str, Any], ...] = ()
+    shard: tuple[int, int] | None = None  # (K, N): this worker's runs, see plan_sweep; "K/N" is accepted too
 
     def __post_init__(self) -> None:
         for name in ("configs_dir", "results_dir", "runs_dir"):
@@ -76,12 +111,13 @@ class SweepSpec:
         for name in ("datasets", "models", "features"):
             if any(not isinstance(v, str) for v in getattr(self, name)):
                 raise ConfigError(f"sweep {name}={list(getattr(self, name))!r}; Fix: a list of names.")
+        object.__setattr__(self, "shard", parse_shard(self.shard))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> SweepSpec:
         """A sweep file (YAML, ``yaml.safe_load``) with the fields of this class."""
         mapping = read_yaml(path)
-        known = {"configs_dir", "results_dir", "runs_dir", "overrides", *_LIST_FIELDS}
+        known = {"configs_dir", "results_dir", "runs_dir", "overrides", "shard", *_LIST_FIELDS}
         unknown = sorted(set(mapping) - known)
         if unknown:
             raise ConfigError(f"{path}: unknown sweep option(s) {unknown}. Valid: {sorted(known)}.")
@@ -97,6 +133,7 @@ class SweepSpec:
         if not isinstance(overrides, Mapping):
             raise ConfigError(f"{path}: overrides must map dotted keys to values, e.g. {{trainer.max_epochs: 2}}.")
         values["overrides"] = tuple((str(k), v) for k, v in overrides.items())
+        values["shard"] = mapping.get("shard")
         try:
             return cls(**values)
         except ConfigError as error:
@@ -181,7 +218,12 @@ def _command(path: Path, seed: int, overrides: Sequence[tuple[str, Any]]) -> str
 
 
 def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
-    """Every run of ``spec`` in order (config file, then seed); every config is validated first."""
+    """Every run of ``spec`` in order (config file, then seed); every config is validated first.
+
+    With ``spec.shard == (K, N)`` only the runs at positions ``i % N == K`` of that order:
+    the order depends only on the spec, so N workers given the same spec split it without
+    talking to each other, and each run has exactly one owner.
+    """
     runs = []
     for path in _selected_configs(spec):
         base = load_config(path, spec.overrides)
@@ -194,7 +236,23 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
         raise ConfigError(f"the sweep selects no run: no config in {spec.configs_dir} matches datasets="
                           f"{list(spec.datasets)}, models={list(spec.models)}, features={list(spec.features)}, "
                           f"horizons={list(spec.horizons)}.")
-    return runs
+    return _shard_of(runs, spec.shard)
+
+
+def _shard_of(runs: list[PlannedRun], shard: tuple[int, int] | None) -> list[PlannedRun]:
+    """Worker K's share of the full plan: positions K, K+N, K+2N, ... (balanced to within one run).
+
+    A worker left without a run is refused: the split is wider than the sweep, and an
+    error says so where an idle array task would not.
+    """
+    if shard is None:
+        return runs
+    index, count = shard
+    share = runs[index::count]
+    if not share:
+        raise ConfigError(f"shard {index}/{count} gets no run: the sweep has only {len(runs)} run(s). "
+                          f"Fix: split it over at most {len(runs)} workers (#SBATCH --array=0-{len(runs) - 1}).")
+    return share
 
 
 def run_sweep(

@@ -22,6 +22,7 @@ from forecast.errors import ConfigError, DataError
 from forecast.layers.attention import ProbSparseWeights
 from forecast.models import MODELS
 from forecast.plotting import plot_attention, plot_probsparse
+from forecast.recipes import get_recipe
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 400, 32, 16, 8
 WINDOW = dict(seq_len=SEQ_LEN, label_len=LABEL_LEN, pred_len=PRED_LEN)
@@ -133,7 +134,8 @@ def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypa
     directory = fitted.save(tmp_path / "model")
     assert sorted(os.listdir(directory)) == ["config.json", "model.pt", "scaler.json"]
     config = json.loads((directory / "config.json").read_text())
-    assert config["model"] == "informer" and config["model_options"] == tiny("informer")
+    assert config["model"] == "informer" and config["recipe"] == "improved"
+    assert config["model_options"] == {**get_recipe("improved").options_for("informer"), **tiny("informer")}
     assert config["data"]["seq_len"] == SEQ_LEN and config["training"]["learning_rate"] == 1e-3
     calls = []
     real_load = torch.load
@@ -203,7 +205,7 @@ def test_options_are_routed_to_data_training_trainer_and_model():
     fc = Forecaster("informer", d_model=32, n_heads=4, freq="h", learning_rate=1e-2, batch_size=8,
                     limit_val_batches=3, extra_trainer_options={"gradient_clip_val": 1.0})
     assert torch.equal(torch.random.get_rng_state(), before)  # checking options draws no random numbers
-    assert fc.model_options == {"d_model": 32, "n_heads": 4}
+    assert fc.model_options == {**get_recipe("improved").options_for("informer"), "d_model": 32, "n_heads": 4}
     assert fc.training.learning_rate == 1e-2 and fc.training.batch_size == 8
     assert fc.training.extra_trainer_options == {"gradient_clip_val": 1.0, "limit_val_batches": 3}
     assert fc.config["data"]["freq"] == "h"
@@ -412,10 +414,12 @@ def test_plot_returns_figures_of_the_future_and_of_test_windows(fitted, frame):
 
 def test_attention_weights_come_per_encoder_layer(fitted):
     weights = fitted.attention_weights()
+    series = len(fitted.output_columns)  # independent channels: one row per variable of the window
+    assert fitted.model_options["channels"] == "independent"
     assert len(weights) == 2 and all(isinstance(w, ProbSparseWeights) for w in weights)
-    assert weights[0].sparsity.shape == (1, 2, SEQ_LEN)
-    assert weights[1].sparsity.shape == (1, 2, SEQ_LEN // 2)  # after distilling
-    assert fitted.attention_weights(window=0)[0].sparsity.shape == (1, 2, SEQ_LEN)
+    assert weights[0].sparsity.shape == (series, 2, SEQ_LEN)
+    assert weights[1].sparsity.shape == (series, 2, SEQ_LEN // 2)  # after distilling
+    assert fitted.attention_weights(window=0)[0].sparsity.shape == (series, 2, SEQ_LEN)
     with pytest.raises(ConfigError, match="no attention"):
         Forecaster("naive", **WINDOW).fit(make_frame()).attention_weights()
 

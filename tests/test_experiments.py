@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from forecast.models import DataSpec
+from forecast.recipes import get_recipe
 from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, append_row, has_row, read_results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +29,7 @@ def load_script(name: str):
 
 def row(**overrides):
     base = {column: "" if column in PROBABILISTIC_COLUMNS else 0 for column in COLUMNS}
-    base.update(dataset="toy", model="naive", features="M", options="{}", command="x")
+    base.update(dataset="toy", model="naive", features="M", recipe="paper", options="{}", training="{}", command="x")
     base.update(overrides)
     return base
 
@@ -39,7 +41,7 @@ def test_append_row_keeps_earlier_rows_and_leaves_no_temp_files(tmp_path):
     frame = read_results(path)
     assert list(frame.columns) == COLUMNS
     assert frame["mse"].tolist() == [0.5, 0.25]
-    assert [p.name for p in path.parent.iterdir()] == ["toy.csv"]
+    assert sorted(p.name for p in path.parent.iterdir()) == [".toy.csv.lock", "toy.csv"]  # and its lock
     key = {k: v for k, v in row(seed=1).items()}
     assert has_row(path, key) and not has_row(path, row(seed=2))
 
@@ -103,7 +105,11 @@ def test_runner_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     first = frame.iloc[0]
     # 70/10/20 of 300 rows: test owns rows [240, 300) plus a 24-row lookback -> 84 - 30 + 1
     assert first.n_test_windows == 55
-    assert first.epochs == 2 and first.seed == 3 and first.options == '{"d_ff": 16, "d_model": 16, "n_heads": 2}'
+    improved = {**get_recipe("improved").options_for("informer"), "d_ff": 16, "d_model": 16, "n_heads": 2}
+    assert first.epochs == 2 and first.seed == 3 and first.options == json.dumps(improved, sort_keys=True)
+    assert first.recipe == "improved" and json.loads(first.training) == {
+        **get_recipe("improved").training, "max_epochs": 2, "batch_size": 16}
+    assert 0 < float(first.val_loss) < 10  # the best epoch's validation loss, what settings are chosen on
     assert np.isfinite([first.mse, first.mae, first.mse_orig, first.mae_orig]).all()
     assert first.command.startswith("python experiments/run.py --dataset")
     assert list((tmp_path / "runs").glob("*/checkpoints/last.ckpt"))
@@ -131,6 +137,7 @@ STANDARD_HORIZONS = {
 }
 CONFIG_MODELS = ("informer", "logsparse", "transformer", "naive")
 CONFIGS = ROOT / "experiments" / "configs"
+LONG_HORIZON = ROOT / "experiments" / "long_horizon"
 
 
 def registry_spec(config) -> DataSpec:
@@ -157,6 +164,31 @@ def test_every_registered_dataset_and_standard_horizon_has_a_config_per_model():
                 for model in CONFIG_MODELS}
     found = {path.relative_to(CONFIGS).as_posix() for path in CONFIGS.glob("*/*.yaml")}
     assert found == expected
+
+
+def test_the_long_horizon_benchmark_has_every_cell_and_model():
+    cells = {(d, h) for d in ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "exchange_rate") for h in (96, 192, 336, 720)}
+    cells |= {("national_illness", h) for h in (24, 36, 48, 60)}
+    found = {path.relative_to(LONG_HORIZON).as_posix() for path in LONG_HORIZON.glob("*/*.yaml")}
+    expected = {f"{d}/{m}_M_{h}.yaml" for d, h in cells for m in ("naive", "dlinear", "informer", "logsparse")}
+    # a day of 10-minute weather (144) and a year of weekly ILI (52) are longer than the input
+    expected |= {f"{d}/seasonal_naive_M_{h}.yaml" for d, h in cells if d not in ("weather", "national_illness")}
+    expected |= {f"ETTh1/informer-paper_M_{h}.yaml" for h in (96, 192, 336, 720)}
+    assert len(cells) == 28 and found == expected
+    import torch
+
+    from forecast.config import load_config
+    from forecast.models import build_model
+
+    for path in LONG_HORIZON.glob("*/*.yaml"):
+        config = load_config(path)
+        window = (36, 18) if config.dataset == "national_illness" else (96, 48)
+        assert (config.data["seq_len"], config.data["label_len"], config.data["features"]) == (*window, "M")
+        trained = config.model in ("dlinear", "informer", "logsparse")
+        assert config.recipe == ("paper" if "paper" in path.stem or not trained else "improved"), path
+        experiment = config.experiment()
+        with torch.device("meta"):  # every option checked against the data's sizes, nothing allocated
+            build_model(experiment.model, registry_spec(config), **experiment.model_options)
 
 
 def test_configs_are_what_the_generator_writes():
@@ -224,7 +256,8 @@ def test_configs_share_keys_and_run_folders_with_the_informer_reproduction():
              ("transformer_M_24", ["--model", "transformer", "--features", "M", "--seq-len", "48",
                                    "--label-len", "48"])]
     for name, args in cases:
-        script = run.experiment_from_args(run.parse_args(["--dataset", "ETTh1", "--pred-len", "24", *args, *paper]))
+        script = run.experiment_from_args(run.parse_args(["--dataset", "ETTh1", "--recipe", "paper", "--pred-len", "24",
+                                                          *args, *paper]))
         configured = load_config(CONFIGS / "ETTh1" / f"{name}.yaml").experiment()
         assert configured.key() == script.key() and configured.run_name() == script.run_name()
         assert configured.training == script.training
@@ -236,7 +269,8 @@ def test_published_numbers_are_well_formed():
     from forecast.report import read_published
 
     published = read_published(ROOT / "experiments" / "published.csv")
-    assert set(published.dataset) <= set(datasets.names()) and set(published.model) <= set(MODELS)
+    reference_only = {"patchtst", "itransformer"}  # published models this package does not implement
+    assert set(published.dataset) <= set(datasets.names()) and set(published.model) <= set(MODELS) | reference_only
     assert published.mse.notna().all() and (published.mse > 0).all() and (published.mae.dropna() > 0).all()
     assert published.source.str.len().gt(20).all()
     # the Informer paper's three ETT tables, both feature modes, three models, five horizons each
@@ -244,8 +278,8 @@ def test_published_numbers_are_well_formed():
     informer_tables = papers[papers.dataset.isin(["ETTh1", "ETTh2", "ETTm1"])]
     assert len(informer_tables) == 3 * 2 * 3 * 5
     for row in published.itertuples():  # every published figure sits next to a configured setting
-        assert row.pred_len in STANDARD_HORIZONS[row.dataset]
-        assert (CONFIGS / row.dataset / f"{row.model}_{row.features}_{row.pred_len}.yaml").is_file()
+        name = f"{'naive' if row.model in reference_only else row.model}_{row.features}_{row.pred_len}.yaml"
+        assert (CONFIGS / row.dataset / name).is_file() or (LONG_HORIZON / row.dataset / name).is_file(), name
 
 
 def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
@@ -257,7 +291,7 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     for model, options in (("naive", {}), ("informer", {"d_model": 16, "n_heads": 2})):
         for horizon in (6, 12):
             (configs / f"{model}_M_{horizon}.yaml").write_text(yaml.safe_dump(
-                {"model": {"name": model, **options}, "data": {**window, "pred_len": horizon}}))
+                {"model": {"name": model, **options}, "data": {**window, "pred_len": horizon}, "recipe": "paper"}))
     results = tmp_path / "results"
     for seed, mse in ((0, 0.5), (1, 0.7)):
         append_row(results / "toy.csv", row(dataset="toy", model="informer", features="M", seq_len=24,
@@ -287,7 +321,7 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert lines["6"] == ("| 6 | 24/12 | 0.600 ± 0.141 / 0.250 ± 0.000 (2) | 0.577 / 0.549 | **not run** |")
     assert lines["12"] == "| 12 | 24/12 | **not run** | – | **not run** |"
     assert lines["24"] == "| 24 | – | – | 0.931 / – | – |"  # published only: no config at that horizon
-    assert "#### toy `M` 96/48/6" in report and "| naive | `{}` | 1 | 50 | 9.000 |" in report
+    assert "#### toy `M` 96/48/6" in report and "| naive | paper | `{}` | `{}` | 1 | 50 | 9.000 |" in report
     # a point forecast has no rho-risks or coverage; counts in original units keep four significant digits
     assert "| 9.000 | 6.5e+10 | 9.424e+04 | – | – |" in report
     assert "| 0.375 / 0.125 | 0.800 |" in report  # seasonal_naive: means over its two seeds

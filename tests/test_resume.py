@@ -234,7 +234,7 @@ def test_killed_sweep_keeps_finished_rows_and_resumes_where_it_stopped(killed, r
     # The naive run finished before the informer run was killed: its row is whole and alone.
     rows = read_results(results)
     assert rows["model"].tolist() == ["naive"] and list(rows.columns) == COLUMNS
-    assert [p.name for p in results.parent.iterdir()] == ["toy.csv"]
+    assert sorted(p.name for p in results.parent.iterdir()) == [".toy.csv.lock", "toy.csv"]
     spec = SweepSpec(configs=tuple(killed["configs"]), results_dir=root / "sweep_results",
                      runs_dir=root / "sweep_runs")
     assert [run.status() for run in plan_sweep(spec)] == ["done", "partial"]
@@ -253,7 +253,7 @@ def test_a_process_killed_while_appending_a_row_leaves_the_earlier_rows_intact(k
     rows = read_results(path)
     assert len(rows) == 1 and rows.iloc[0]["seed"] == 0 and list(rows.columns) == COLUMNS
     # The process died between writing the new version in full and renaming it over the old one.
-    (leftover,) = (p for p in path.parent.iterdir() if p.name != path.name)
+    (leftover,) = (p for p in path.parent.iterdir() if p.name not in (path.name, f".{path.name}.lock"))
     assert leftover.name.startswith(".toy.csv.") and leftover.name.endswith(".tmp")
     assert read_results(leftover)["seed"].tolist() == [0, 1]
 

@@ -70,7 +70,11 @@ def test_intervals_cover_nominally_on_a_seasonal_random_walk():
 def test_invalid_settings_say_what_to_change():
     with pytest.raises(ConfigError, match="season_length must be an integer >= 1"):
         build_model("seasonal_naive", spec(), season_length=0)
+    with pytest.raises(ConfigError, match="seq_len >= season_length"):
+        build_model("seasonal_naive", spec(seq_len=23), season_length=24)
+    one_season = build_model("seasonal_naive", spec(seq_len=24), season_length=24)  # a point forecast only
+    assert not one_season.probabilistic
     with pytest.raises(ConfigError, match="seq_len > season_length"):
-        build_model("seasonal_naive", spec(seq_len=24), season_length=24)
+        one_season.sample(torch.zeros(1, 24, one_season.spec.c_in), None, None, n_samples=2)
     with pytest.raises(ConfigError, match="n_samples"):
         build_model("seasonal_naive", spec(), season_length=12).sample(torch.zeros(1, 48, 3), None, None, 0)

@@ -84,7 +84,7 @@ def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     again = run_sweep(spec)
     assert not again.ran and len(again.skipped) == 4
     assert results.read_bytes() == before
-    assert [p.name for p in results.parent.iterdir()] == ["toy.csv"]  # no temporary files left
+    assert sorted(p.name for p in results.parent.iterdir()) == [".toy.csv.lock", "toy.csv"]  # no temporary files
 
 
 def test_a_killed_sweep_loses_no_finished_row_and_resumes_the_interrupted_run(sweep_dirs):
@@ -160,3 +160,48 @@ def test_sweep_and_experiments_run_py_share_row_keys_and_run_folders(sweep_dirs)
     from_script = script.experiment_from_args(args)
     assert from_script.key() == run.experiment.key()
     assert from_script.run_name() == run.experiment.run_name()
+
+
+def run_ids(runs) -> list[tuple[str, int]]:
+    return [(run.config_path.name, run.experiment.seed) for run in runs]
+
+
+def test_shards_split_the_plan_into_disjoint_balanced_shares_that_cover_it(sweep_dirs, tmp_path, capsys):
+    spec = sweep_dirs.updated(seeds=[0, 1, 2, 3, 4])
+    full = run_ids(plan_sweep(spec))
+    assert len(full) == 10
+    for count in (1, 2, 3, 4, 10):
+        shares = [run_ids(plan_sweep(spec.updated(shard=f"{index}/{count}"))) for index in range(count)]
+        assert sorted(run for share in shares for run in share) == sorted(full)  # union: the whole plan, once
+        assert sum(len(share) for share in shares) == len(full)  # disjoint
+        assert shares == [full[index::count] for index in range(count)]  # deterministic: positions i % N == K
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1
+    assert plan_sweep(spec.updated(shard=(1, 3)))[0].experiment.seed == full[1][1]
+    # From a sweep file and from the command line; --dry-run lists only that worker's runs.
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text(yaml.safe_dump({"configs_dir": "configs", "seeds": [0, 1, 2, 3, 4], "shard": "1/3"}))
+    assert SweepSpec.from_file(sweep_file).shard == (1, 3)
+    assert main(["sweep", "--sweep", str(sweep_file), "--shard", "2/3", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs: 0 done, 0 partial, 3 pending (shard 2/3)" in out
+    listed = [line.split() for line in out.splitlines()[1:-1]]
+    assert [(Path(words[1]).name, int(words[2])) for words in listed] == full[2::3]
+
+
+@pytest.mark.parametrize("shard", ["4/4", "-1/2", "a/b", "0/0", "1", "1/2/3", "", "1/-3", (0,), (0, 1, 2), True])
+def test_bad_shards_are_refused_with_the_fix(sweep_dirs, shard):
+    with pytest.raises(ConfigError, match="Fix: --shard K/N with 0 <= K < N"):
+        sweep_dirs.updated(shard=shard)
+
+
+def test_a_shard_beyond_the_plan_and_a_bad_shard_in_a_file_are_refused(sweep_dirs, tmp_path, capsys):
+    with pytest.raises(ConfigError, match="shard 2/3 gets no run: the sweep has only 2 run"):
+        plan_sweep(sweep_dirs.updated(shard="2/3"))
+    with pytest.raises(ConfigError, match="1-based --array=1-4"):
+        sweep_dirs.updated(shard="4/4")
+    sweep_file = tmp_path / "sweep.yaml"
+    sweep_file.write_text("configs_dir: configs\nshard: 3/3\n")
+    with pytest.raises(ConfigError, match="sweep.yaml: shard 3/3: K must be in 0..2"):
+        SweepSpec.from_file(sweep_file)
+    assert main(["sweep", "--configs-dir", "configs", "--shard", "a/b", "--dry-run"]) == 2
+    assert "shard 'a/b' is not K/N" in capsys.readouterr().err

@@ -55,6 +55,10 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
 }
 
 
+# Registered models with nothing to train: no training setting or recipe changes what they forecast.
+PARAMETER_FREE = frozenset({"naive", "seasonal_naive"})
+
+
 # The config dataclass each registered model's options fill, and the fields its builder fixes.
 _CONFIGS: dict[str, tuple[type | None, frozenset[str]]] = {
     "informer": (InformerConfig, frozenset()),
@@ -89,6 +93,7 @@ def build_model(name: str, spec: DataSpec, **options: Any) -> nn.Module:
 
 __all__ = [
     "MODELS",
+    "PARAMETER_FREE",
     "DLinear",
     "DLinearConfig",
     "DataSpec",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from torch import Tensor
 
 from forecast.checks import require_choice, require_int, require_ints
 from forecast.errors import ConfigError
@@ -56,3 +60,18 @@ class DataSpec:
             time_encoding=dm.time_encoding,
             time_feature_sizes=tuple(sizes) if sizes is not None else None,
         )
+
+
+@runtime_checkable
+class ScaleCalibrated(Protocol):
+    """A probabilistic model whose predictive scale can be fitted on held-out windows after training.
+
+    ``calibrate_scale(batches, coverage)`` sets the model's scale so that its central
+    ``coverage`` interval covers that share of the windows in ``batches`` (dicts with
+    ``x``, ``y``, ``x_mark``, ``y_mark``) and returns the factor it applied. It raises
+    ConfigError when the configuration has no scale to fit (a point head).
+    """
+
+    probabilistic: bool
+
+    def calibrate_scale(self, batches: Iterable[Mapping[str, Tensor]], coverage: float = 0.8) -> float: ...

@@ -48,22 +48,26 @@ class SeasonalNaive(nn.Module):
     paths of the seasonal random walk ``y[t] = y[t - m] + e[t]`` whose innovations ``e``
     are bootstrapped from the window's own seasonal differences ``y[t] - y[t - m]``
     (``L - m`` of them per window and variable), so steps more than one season ahead
-    widen as they should. Parameter-free; ``m`` is ``config.season_length``.
+    widen as they should. Parameter-free; ``m`` is ``config.season_length``. A window of
+    exactly one season (``L == m``, a day of 15-minute data at input 96) has no seasonal
+    difference to bootstrap: the model then forecasts points only (``probabilistic`` is False).
     """
-
-    probabilistic = True
 
     def __init__(self, spec: DataSpec, config: SeasonalNaiveConfig):
         super().__init__()
-        if spec.seq_len <= config.season_length:
+        if spec.seq_len < config.season_length:
             raise ConfigError(
-                f"seasonal_naive needs seq_len > season_length to see one season and a seasonal difference, "
-                f"got seq_len={spec.seq_len}, season_length={config.season_length}; lengthen seq_len or set "
-                "season_length"
+                f"seasonal_naive needs seq_len >= season_length to see one season, got seq_len={spec.seq_len}, "
+                f"season_length={config.season_length}; lengthen seq_len or set season_length"
             )
         self.spec = spec
         self.config = config
         self.season_length = config.season_length
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether :meth:`sample` has seasonal differences to draw from (``seq_len > season_length``)."""
+        return self.spec.seq_len > self.season_length
 
     def _outputs(self, x: torch.Tensor) -> torch.Tensor:
         return x[:, :, x.shape[2] - self.spec.c_out:]  # [B, L, C_out]
@@ -83,6 +87,11 @@ class SeasonalNaive(nn.Module):
     ) -> torch.Tensor:
         """Sample paths ``[S, B, P, C_out]`` of the bootstrapped seasonal random walk."""
         require_int("n_samples", n_samples, 1)
+        if not self.probabilistic:
+            raise ConfigError(
+                f"seasonal_naive samples seasonal differences, and a window of seq_len={self.spec.seq_len} has none "
+                f"at season_length={self.season_length}. Fix: seq_len > season_length, or use its point forecast"
+            )
         values = self._outputs(x)
         m = self.season_length
         batch, length, channels = values.shape

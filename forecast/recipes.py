@@ -1,0 +1,102 @@
+"""Named training recipes: the model options and training settings a run starts from.
+
+Two recipes:
+
+* ``paper``: the papers' own settings. The model configs' defaults are the papers'
+  architectures (Informer2020's ``main_informer``, the LogSparse sizes), trained with
+  Adam at 1e-4 halved every epoch, at most 6 epochs, patience 3, batch 32, MSE: the
+  :class:`~forecast.training.TrainingConfig` defaults. The reproduction scripts and
+  ``experiments/configs`` pin it.
+* ``improved`` (the default of :class:`~forecast.Forecaster`, ``forecast fit`` and the
+  experiment runner): every neural model with reversible instance normalization, and the
+  channel mode, size, learning rate and epochs that forecast best on the validation
+  windows of ETTh1 ``M`` 96→96 (experiments/README.md, "Choosing the improved recipe",
+  says how they were chosen: on validation loss only).
+
+Options given explicitly always win over the recipe's. A run's identity (results key,
+run folder) holds the recipe's name, the model options after the recipe is applied, and
+every training setting that differs from the TrainingConfig defaults
+(:func:`training_differences`), so two recipes of one model at one window never collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from forecast.errors import ConfigError
+
+__all__ = ["DEFAULT_RECIPE", "RECIPES", "Recipe", "RESULT_SETTINGS", "get_recipe", "training_differences"]
+
+DEFAULT_RECIPE = "improved"
+
+# TrainingConfig fields that change what a run learns; hardware, workers and checkpointing do not.
+RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
+                   "weight_decay", "precision", "limit_train_batches", "calibrate_scale")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A name, training settings (TrainingConfig fields) and model options per registered model."""
+
+    name: str
+    description: str
+    training: Mapping[str, Any] = field(default_factory=dict)
+    model_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def options_for(self, model: str) -> dict[str, Any]:
+        """The recipe's options of the registered model ``model`` (none for models it does not name)."""
+        return dict(self.model_options.get(model, {}))
+
+    def apply(self, model: str, model_options: Mapping[str, Any],
+              training: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(model options, training settings)`` of a run: the recipe's, overridden by those given."""
+        return {**self.options_for(model), **model_options}, {**self.training, **training}
+
+
+PAPER = Recipe(
+    "paper",
+    "The papers' settings: the model configs' defaults, Adam 1e-4 halved every epoch, at most 6 epochs, "
+    "patience 3, batch 32, MSE.",
+)
+
+# Chosen on the validation windows of ETTh1 M 96->96, seed 0 (experiments/README.md).
+_INFORMER = {"revin": True, "channels": "independent", "d_model": 32, "n_heads": 4, "d_ff": 64}
+_LOGSPARSE = {"revin": True, "channels": "joint"}
+
+IMPROVED = Recipe(
+    "improved",
+    "Reversible instance normalization on every neural model, sizes and channel mode chosen on validation "
+    "windows, Adam 1e-3 halved every epoch, at most 10 epochs, patience 3; a Gaussian head's scale fitted on "
+    "the validation windows after training.",
+    training={"learning_rate": 1e-3, "max_epochs": 10, "calibrate_scale": True},
+    model_options={
+        "informer": _INFORMER,
+        "transformer": _INFORMER,
+        "logsparse": _LOGSPARSE,
+        "dlinear": {},
+    },
+)
+
+RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in (PAPER, IMPROVED)}
+
+
+def get_recipe(name: object) -> Recipe:
+    """The recipe called ``name``; ConfigError listing the recipes otherwise."""
+    if not isinstance(name, str) or name not in RECIPES:
+        raise ConfigError(f"unknown recipe {name!r}; choose one of {sorted(RECIPES)} ('paper': the papers' "
+                          f"settings, 'improved': the default)")
+    return RECIPES[name]
+
+
+def training_differences(training: Any) -> dict[str, Any]:
+    """The result-changing settings of a TrainingConfig that differ from the TrainingConfig defaults.
+
+    Part of a run's identity: a smoke run (``max_epochs=1``) never stands for the real run.
+    """
+    from forecast.training import TrainingConfig
+
+    defaults = TrainingConfig()
+    return {name: getattr(training, name) for name in RESULT_SETTINGS
+            if getattr(training, name) != getattr(defaults, name)}

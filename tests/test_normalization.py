@@ -1,0 +1,259 @@
+"""Reversible instance normalization, channel independence and DLinear: the properties they promise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forecast.errors import ConfigError
+from forecast.layers.normalization import ReversibleInstanceNorm
+from forecast.models import DataSpec, DLinear, DLinearConfig, build_model
+from forecast.models.dlinear import moving_average
+
+LAYOUTS = {"M": (3, 3), "S": (1, 1), "MS": (3, 1)}  # features -> (c_in, c_out)
+TINY = {
+    "informer": dict(d_model=16, n_heads=2, d_ff=32, dropout=0.0, factor=2),
+    "transformer": dict(d_model=16, n_heads=2, d_ff=32, dropout=0.0),
+    "logsparse": dict(d_model=16, n_heads=2, d_ff=32, n_layers=2, dropout=0.0),
+    "dlinear": dict(kernel_size=5),
+}
+# Every neural model's variants that change how RevIN is threaded through it.
+VARIANTS = [
+    ("informer", {}), ("informer", {"channels": "independent"}), ("informer", {"stack": (2, 1), "e_layers": 2}),
+    ("transformer", {}), ("transformer", {"channels": "independent"}),
+    ("logsparse", {}), ("logsparse", {"channels": "joint"}), ("logsparse", {"head": "gaussian"}),
+    ("logsparse", {"decoding": "autoregressive"}),
+    ("dlinear", {}), ("dlinear", {"individual": True}),
+]
+
+
+def spec(features: str = "M", seq_len: int = 32, label_len: int = 16, pred_len: int = 8) -> DataSpec:
+    c_in, c_out = LAYOUTS[features]
+    return DataSpec(seq_len=seq_len, label_len=label_len, pred_len=pred_len, c_in=c_in, c_out=c_out,
+                    n_time_features=4)
+
+
+def batch(s: DataSpec, batch_size: int = 3, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch_size, s.seq_len, s.c_in, generator=g).cumsum(1)  # drifting, like real series
+    x_mark = torch.rand(batch_size, s.seq_len, s.n_time_features, generator=g) - 0.5
+    y_mark = torch.rand(batch_size, s.label_len + s.pred_len, s.n_time_features, generator=g) - 0.5
+    return x, x_mark, y_mark
+
+
+def model(name: str, s: DataSpec, seed: int = 0, **options) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return build_model(name, s, **{**TINY[name], **options}).eval()
+
+
+# ------------------------------------------------------------------------------------ RevIN layer
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), affine=st.booleans(), width=st.integers(1, 3))
+def test_denormalize_inverts_normalize_exactly(seed, affine, width):
+    g = torch.Generator().manual_seed(seed)
+    norm = ReversibleInstanceNorm(3, affine=affine)
+    if affine:  # a trained affine, not the identity it starts as
+        with torch.no_grad():
+            norm.weight.copy_(torch.rand(3, generator=g) + 0.5)
+            norm.bias.copy_(torch.randn(3, generator=g))
+    x = torch.randn(4, 20, 3, generator=g, dtype=torch.float64) * 50 + 1000
+    stats = norm.statistics(x)
+    values = x[..., 3 - width:]  # the last `width` variables, as output variables are
+    torch.testing.assert_close(norm.denormalize(norm.normalize(values, stats), stats), values)
+    normalized = norm.normalize(x, stats)
+    if not affine:  # each window and variable has mean 0 and (up to eps) unit variance
+        torch.testing.assert_close(normalized.mean(1), torch.zeros(4, 3, dtype=torch.float64))
+        torch.testing.assert_close(normalized.std(1, unbiased=False), torch.ones(4, 3, dtype=torch.float64),
+                                   atol=1e-6, rtol=1e-6)
+
+
+def test_a_constant_window_normalizes_to_zeros_not_nan():
+    norm = ReversibleInstanceNorm(2)
+    x = torch.full((1, 10, 2), 7.0)
+    stats = norm.statistics(x)
+    assert torch.equal(norm.normalize(x, stats), torch.zeros_like(x))
+    assert torch.equal(norm.denormalize(torch.zeros(1, 4, 2), stats), torch.full((1, 4, 2), 7.0))
+
+
+def test_the_gaussian_scale_maps_with_the_absolute_slope():
+    norm = ReversibleInstanceNorm(2, affine=True)
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([-2.0, 0.5]))
+    x = torch.randn(1, 10, 2) * torch.tensor([3.0, 10.0])
+    stats = norm.statistics(x)
+    scale = norm.denormalize_scale(torch.ones(1, 4, 2), stats)
+    expected = stats.std / torch.tensor([2.0, 0.5])  # |slope|, so a negative weight keeps scales positive
+    torch.testing.assert_close(scale, expected.expand(1, 4, 2), rtol=1e-5, atol=1e-6)
+
+
+def test_revin_options_are_checked():
+    with pytest.raises(ConfigError, match="revin=True"):
+        build_model("informer", spec(), revin_affine=True)
+    with pytest.raises(ConfigError, match="revin"):
+        build_model("dlinear", spec(), revin="yes")
+
+
+# ------------------------------------------------------------------------------- RevIN in models
+
+
+@pytest.mark.parametrize("name, options", VARIANTS, ids=lambda v: str(v))
+@pytest.mark.parametrize("features", ["M", "MS"])
+@pytest.mark.parametrize("affine", [False, True])
+def test_revin_forecasts_follow_a_shifted_and_scaled_window(name, options, features, affine):
+    """f(a * x + b) == a * f(x) + b per variable: the forecast has no memory of the window's level or scale."""
+    s = spec(features)
+    net = model(name, s, revin=True, revin_affine=affine, **options)
+    x, x_mark, y_mark = batch(s)
+    shift = torch.tensor([5.0, -300.0, 40.0])[: s.c_in]
+    factor = torch.tensor([0.5, 20.0, 3.0])[: s.c_in]
+    with torch.no_grad():
+        out = net(x, x_mark, y_mark)
+        moved = net(x * factor + shift, x_mark, y_mark)
+    expected = out * factor[s.c_in - s.c_out:] + shift[s.c_in - s.c_out:]
+    torch.testing.assert_close(moved, expected, rtol=1e-4, atol=1e-3 * float(factor.max()))
+
+
+def test_without_revin_a_model_is_not_invariant():
+    s = spec()
+    net = model("informer", s)
+    x, x_mark, y_mark = batch(s)
+    with torch.no_grad():
+        assert not torch.allclose(net(x + 100.0, x_mark, y_mark), net(x, x_mark, y_mark) + 100.0, atol=1.0)
+
+
+@pytest.mark.parametrize("decoding", ["one_shot", "autoregressive"])
+def test_logsparse_revin_maps_gaussian_quantiles_and_samples_back(decoding):
+    s = spec("M")
+    net = model("logsparse", s, revin=True, head="gaussian", decoding=decoding)
+    x, x_mark, y_mark = batch(s)
+    shift, factor = 250.0, 8.0
+    with torch.no_grad():
+        base = net.quantiles(x, x_mark, y_mark, (0.1, 0.9), n_samples=64, generator=torch.Generator().manual_seed(1))
+        moved = net.quantiles(x * factor + shift, x_mark, y_mark, (0.1, 0.9), n_samples=64,
+                              generator=torch.Generator().manual_seed(1))
+    for level in (0.1, 0.9):
+        torch.testing.assert_close(moved[level], base[level] * factor + shift, rtol=1e-4, atol=1e-2)
+    assert (moved[0.9] > moved[0.1]).all()
+
+
+def test_logsparse_revin_keeps_the_horizon_causal():
+    """Teacher-forced step j of the horizon never reads horizon steps >= j, normalization included."""
+    s = spec("M")
+    net = model("logsparse", s, revin=True, decoding="autoregressive")
+    x, x_mark, y_mark = batch(s)
+    future = torch.randn(3, s.pred_len, s.c_in)
+    changed = future.clone()
+    changed[:, 5:] += 100.0  # horizon steps 5.. change
+    with torch.no_grad():
+        before = net.step_outputs(x, x_mark, y_mark, future=future).mean
+        after = net.step_outputs(x, x_mark, y_mark, future=changed).mean
+    horizon_start = s.seq_len
+    torch.testing.assert_close(after[:, : horizon_start + 6], before[:, : horizon_start + 6])  # tokens up to step 5
+    assert not torch.allclose(after[:, horizon_start + 6:], before[:, horizon_start + 6:])
+
+
+def test_logsparse_revin_trains_autoregressive_mode_on_the_horizon_only():
+    """The window's own steps are normalized with statistics that include them; the loss leaves them out."""
+    s = spec("S")
+    net = model("logsparse", s, revin=True, decoding="autoregressive")
+    x, x_mark, y_mark = batch(s)
+    y = torch.cat([x[:, -s.label_len:], torch.randn(3, s.pred_len, 1)], dim=1)
+    loss = net.training_loss({"x": x, "y": y, "x_mark": x_mark, "y_mark": y_mark})
+    prediction = net.step_outputs(x, x_mark, y_mark, future=y[:, -s.pred_len:]).mean
+    torch.testing.assert_close(loss, torch.nn.functional.mse_loss(prediction[:, s.seq_len:], y[:, -s.pred_len:]))
+
+
+# ------------------------------------------------------------------------------ channel independence
+
+
+@pytest.mark.parametrize("name, extra", [("informer", {}), ("informer", {"revin": True}),
+                                         ("informer", {"distil": False}), ("transformer", {}),
+                                         ("transformer", {"revin": True})], ids=str)
+def test_independent_channels_equal_running_each_variable_alone(name, extra):
+    s = spec("M")
+    net = model(name, s, channels="independent", **extra)
+    alone = build_model(name, spec("S"), **{**TINY[name], "channels": "independent", **extra}).eval()
+    alone.load_state_dict(net.state_dict())  # the same shared weights
+    x, x_mark, y_mark = batch(s)
+    with torch.no_grad():
+        together = net(x, x_mark, y_mark)
+        one_by_one = torch.cat([alone(x[..., [c]], x_mark, y_mark) for c in range(s.c_in)], dim=-1)
+    torch.testing.assert_close(together, one_by_one, rtol=1e-5, atol=1e-6)
+
+
+def test_independent_channels_read_ms_covariates_and_forecast_the_target():
+    s = spec("MS")
+    net = model("informer", s, channels="independent")
+    x, x_mark, y_mark = batch(s)
+    changed = x.clone()
+    changed[..., 0] += 1.0  # a covariate
+    with torch.no_grad():
+        assert net(x, x_mark, y_mark).shape == (3, s.pred_len, 1)
+        assert not torch.allclose(net(changed, x_mark, y_mark), net(x, x_mark, y_mark))
+
+
+def test_independent_channels_are_batch_invariant():
+    s = spec("M")
+    net = model("informer", s, channels="independent", revin=True)
+    x, x_mark, y_mark = batch(s, batch_size=4)
+    with torch.no_grad():
+        whole = net(x, x_mark, y_mark)
+        parts = torch.cat([net(x[i:i + 1], x_mark[i:i + 1], y_mark[i:i + 1]) for i in range(4)])
+    torch.testing.assert_close(whole, parts, rtol=1e-5, atol=1e-6)
+
+
+def test_channels_option_is_checked():
+    with pytest.raises(ConfigError, match="channels"):
+        build_model("informer", spec(), channels="mixed")
+
+
+# ------------------------------------------------------------------------------------------- DLinear
+
+
+@settings(max_examples=20, deadline=None)
+@given(length=st.integers(1, 40), kernel=st.sampled_from([1, 3, 5, 25]), seed=st.integers(0, 1000))
+def test_moving_average_matches_an_edge_padded_numpy_reference(length, kernel, seed):
+    x = np.random.default_rng(seed).normal(size=(2, length, 3))
+    half = (kernel - 1) // 2
+    padded = np.concatenate([np.repeat(x[:, :1], half, 1), x, np.repeat(x[:, -1:], half, 1)], axis=1)
+    expected = np.stack([padded[:, t:t + kernel].mean(1) for t in range(length)], axis=1)
+    np.testing.assert_allclose(moving_average(torch.from_numpy(x), kernel).numpy(), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("individual", [False, True])
+def test_dlinear_is_the_sum_of_two_linear_maps_over_the_decomposition(individual):
+    s = spec("MS")
+    net = model("dlinear", s, individual=individual)
+    x, x_mark, y_mark = batch(s)
+    target = x[..., -1:]  # [B, L, 1]: DLinear never mixes variables, so the covariates are not read
+    trend = moving_average(target, 5)
+    seasonal_map, trend_map = net.seasonal.maps[0], net.trend.maps[0]
+    expected = (seasonal_map(((target - trend)[..., 0])) + trend_map(trend[..., 0])).unsqueeze(-1)
+    with torch.no_grad():
+        torch.testing.assert_close(net(x, x_mark, y_mark), expected)
+        changed = x.clone()
+        changed[..., 0] += 5.0
+        torch.testing.assert_close(net(changed, x_mark, y_mark), net(x, x_mark, y_mark))
+
+
+def test_individual_dlinear_has_its_own_maps_per_variable():
+    s = spec("M")
+    shared, individual = DLinear(s, DLinearConfig()), DLinear(s, DLinearConfig(individual=True))
+    assert len(shared.seasonal.maps) == 1 and len(individual.seasonal.maps) == s.c_out
+    x, x_mark, y_mark = batch(s)
+    with torch.no_grad():
+        individual.seasonal.maps[1].weight.zero_()
+        individual.trend.maps[1].weight.zero_()
+        out = individual(x, x_mark, y_mark)
+    torch.testing.assert_close(out[..., 1], (individual.seasonal.maps[1].bias + individual.trend.maps[1].bias)
+                               .expand(3, -1).detach())
+
+
+def test_dlinear_kernel_must_be_odd():
+    with pytest.raises(ConfigError, match="odd"):
+        DLinearConfig(kernel_size=24)

@@ -1,0 +1,110 @@
+"""Recipes: what a model starts from, and a run's identity holding everything that changes it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from forecast import Forecaster
+from forecast.config import RunConfig
+from forecast.errors import ConfigError
+from forecast.experiment import Experiment
+from forecast.recipes import DEFAULT_RECIPE, RECIPES, RESULT_SETTINGS, get_recipe, training_differences
+from forecast.results import KEY
+from forecast.training import TrainingConfig
+
+
+def experiment(recipe: str = "improved", model: str = "informer", model_options=None, **training) -> Experiment:
+    return Experiment.from_recipe(recipe, model, model_options or {}, training, dataset="ETTh1", seq_len=96,
+                                  label_len=48, pred_len=96)
+
+
+def test_every_recipe_holds_valid_training_settings_and_model_options():
+    from forecast.models import build_model, model_options
+    from forecast.models.base import DataSpec
+
+    spec = DataSpec(seq_len=32, label_len=16, pred_len=8, c_in=3, c_out=3, n_time_features=4)
+    for recipe in RECIPES.values():
+        TrainingConfig(**recipe.training)
+        for model, options in recipe.model_options.items():
+            assert set(options) <= set(model_options(model)), (recipe.name, model)
+            build_model(model, spec, **options)
+
+
+def test_forecaster_defaults_are_the_improved_recipe_and_given_options_win():
+    improved = get_recipe("improved")
+    fc = Forecaster("informer")
+    assert DEFAULT_RECIPE == "improved" and fc.model_options == improved.options_for("informer")
+    assert fc.model_options["revin"] is True
+    assert fc.training.learning_rate == improved.training["learning_rate"]
+    assert fc.training.max_epochs == improved.training["max_epochs"]
+    assert fc.config["recipe"] == "improved"
+    mine = Forecaster("informer", d_model=8, n_heads=2, max_epochs=2, learning_rate=0.5)
+    assert mine.model_options["d_model"] == 8 and mine.model_options["revin"] is True
+    assert (mine.training.max_epochs, mine.training.learning_rate) == (2, 0.5)
+
+
+def test_the_paper_recipe_is_the_models_and_training_defaults():
+    fc = Forecaster("informer", recipe="paper")
+    assert fc.model_options == {} and fc.training == TrainingConfig(extra_trainer_options={})
+    logsparse = Forecaster("logsparse", recipe="paper")
+    assert logsparse.model_options == {} and logsparse.training.learning_rate == 1e-4
+
+
+def test_an_unknown_recipe_names_the_known_ones():
+    with pytest.raises(ConfigError, match="paper"):
+        Forecaster("informer", recipe="fast")
+    with pytest.raises(ConfigError, match="improved"):
+        RunConfig.from_mapping({"model": {"name": "naive"}, "data": {"dataset": "ETTh1"}, "recipe": 3})
+
+
+def test_two_recipes_of_one_model_at_one_window_never_collide():
+    paper, improved = experiment("paper"), experiment("improved")
+    assert paper.key() != improved.key() and paper.run_name() != improved.run_name()
+    assert improved.key()["recipe"] == "improved"
+    assert json.loads(improved.key()["options"]) == get_recipe("improved").options_for("informer")
+    assert set(KEY) == set(improved.key())
+
+
+@pytest.mark.parametrize("setting, value", [("max_epochs", 1), ("learning_rate", 0.5), ("lr_schedule", "cosine"),
+                                            ("patience", 1), ("batch_size", 8), ("loss", "mae"),
+                                            ("precision", "bf16-mixed"), ("limit_train_batches", 3),
+                                            ("weight_decay", 0.1), ("calibrate_scale", False)])
+def test_a_changed_training_setting_is_a_different_run(setting, value):
+    """A smoke run (one epoch, a few batches) never marks the real run done, whatever it changes."""
+    real, changed = experiment(), experiment(**{setting: value})
+    assert changed.key() != real.key() and changed.run_name() != real.run_name()
+    assert json.loads(changed.key()["training"]).get(setting) != json.loads(real.key()["training"]).get(setting)
+
+
+def test_hardware_and_checkpoint_settings_are_the_same_run():
+    real = experiment()
+    for setting, value in (("num_workers", 2), ("accelerator", "cpu"), ("checkpoint_every_minutes", 5.0)):
+        assert experiment(**{setting: value}).key() == real.key()
+
+
+def test_training_differences_list_every_result_setting_against_the_defaults():
+    assert training_differences(TrainingConfig()) == {}
+    assert set(RESULT_SETTINGS) <= {field.name for field in dataclasses.fields(TrainingConfig)}
+    assert training_differences(TrainingConfig(max_epochs=1, num_workers=3)) == {"max_epochs": 1}
+
+
+def test_parameter_free_models_are_one_run_under_any_training():
+    assert experiment("paper", "naive").key()["training"] == experiment("paper", "naive", max_epochs=1).key()[
+        "training"] == "{}"
+
+
+def test_a_run_config_pins_its_recipe_and_builds_the_same_run_as_the_runner():
+    mapping = {"model": {"name": "informer", "d_model": 8, "n_heads": 2}, "data": {"dataset": "ETTh1", "seq_len": 96,
+               "label_len": 48, "pred_len": 96}, "trainer": {"max_epochs": 2}}
+    improved = RunConfig.from_mapping(mapping)
+    paper = RunConfig.from_mapping({**mapping, "recipe": "paper"})
+    assert improved.recipe == "improved" and improved.to_mapping()["recipe"] == "improved"
+    assert improved.experiment().key() == experiment(model_options={"d_model": 8, "n_heads": 2},
+                                                     max_epochs=2).key()
+    assert paper.experiment().key()["options"] == json.dumps({"d_model": 8, "n_heads": 2})
+    assert improved.resolved_run_dir() != paper.resolved_run_dir()
+    assert improved.forecaster().model_options["revin"] is True
+    assert "revin" not in paper.forecaster().model_options
