@@ -234,6 +234,6 @@ def test_demo_prints_the_splits_and_a_report_of_four_models(workdir, capsys):
     table = out.strip().splitlines()[-5:]
     assert table[0].split() == ["model", "mse", "mae", "mse_orig", "mae_orig", "test_windows", "seconds"]
     # 70/10/20 of 300 rows: the test rows [240, 300) plus a 96-row lookback -> 156 - 120 + 1 windows
-    assert [line.split()[0] for line in table[1:]] == ["naive", "seasonal_naive", "transformer", "informer"]
+    assert [line.split()[0] for line in table[1:]] == ["naive", "seasonal_naive", "dlinear", "informer"]
     assert {line.split()[5] for line in table[1:]} == {"37"}
     assert all(np.isfinite(float(value)) for line in table[1:] for value in line.split()[1:5])

@@ -459,3 +459,71 @@ def test_forecast_module_fits_and_scores_every_test_window(features, decoding, h
     metrics = trainer.test(module, datamodule=dm, verbose=False)[0]
     assert metrics["test_windows"] == len(dm.test_dataset)
     assert math.isfinite(metrics["test_mse"])
+
+
+# -- calibrating the Gaussian scale on held-out windows ---------------------------------------------
+
+
+def held_out_batches(s: DataSpec, n_batches: int = 3, noise: float = 3.0) -> list[dict[str, torch.Tensor]]:
+    """Windows whose future is far noisier than an untrained model's scale says."""
+    g = torch.Generator().manual_seed(7)
+    batches = []
+    for _ in range(n_batches):
+        x = torch.randn(4, s.seq_len, s.c_in, generator=g)
+        y = torch.cat([x[:, -s.label_len:], noise * torch.randn(4, s.pred_len, s.c_in, generator=g)], dim=1)
+        marks = torch.rand(4, s.seq_len + s.pred_len, s.n_time_features, generator=g) - 0.5
+        batches.append({"x": x, "y": y, "x_mark": marks[:, :s.seq_len], "y_mark": marks[:, s.seq_len - s.label_len:]})
+    return batches
+
+
+def coverage(model: LogSparseTransformer, batches: list[dict[str, torch.Tensor]]) -> float:
+    inside, total = 0, 0
+    with torch.no_grad():
+        for batch in batches:
+            q = model.quantiles(batch["x"], batch["x_mark"], batch["y_mark"], (0.1, 0.9))
+            target = batch["y"][:, -model.spec.pred_len:, model.n_exogenous:]
+            inside += int(((target >= q[0.1]) & (target <= q[0.9])).sum())
+            total += target.numel()
+    return inside / total
+
+
+@pytest.mark.parametrize("features, revin", [("M", False), ("MS", True)])
+def test_calibrated_scale_covers_the_calibration_windows_as_promised(features, revin):
+    s = spec(features)
+    model = model_for(s, head="gaussian", revin=revin).eval()
+    batches = held_out_batches(s)
+    before = coverage(model, batches)
+    factor = model.calibrate_scale(batches, coverage=0.8)
+    assert before < 0.6 and factor > 1  # too narrow for this noise, so widened
+    assert float(model.scale_factor) == pytest.approx(factor)
+    assert coverage(model, batches) == pytest.approx(0.8, abs=1 / (len(batches) * 4 * s.pred_len * s.c_out) + 1e-9)
+    with torch.no_grad():  # the mean (the point forecast) is untouched
+        point = model(batches[0]["x"], batches[0]["x_mark"], batches[0]["y_mark"])
+        model.scale_factor.fill_(1.0)
+        torch.testing.assert_close(model(batches[0]["x"], batches[0]["x_mark"], batches[0]["y_mark"]), point)
+
+
+def test_calibration_needs_a_one_shot_gaussian():
+    s = spec()
+    with pytest.raises(ConfigError, match="head='gaussian'"):
+        model_for(s).calibrate_scale(held_out_batches(s))
+    with pytest.raises(ConfigError, match="one_shot"):
+        model_for(s, head="gaussian", decoding="autoregressive").calibrate_scale(held_out_batches(s))
+
+
+def test_the_recipe_calibrates_on_validation_windows_only_when_asked(tmp_path):
+    from forecast.experiment import Experiment, run_experiment
+
+    t = np.arange(400)
+    csv = tmp_path / "toy.csv"
+    pd.DataFrame({"date": pd.date_range("2022-01-01", periods=400, freq="h"),
+                  "OT": np.sin(t / 5.0) + np.random.default_rng(0).normal(0, 0.5, 400)}).to_csv(csv, index=False)
+    rows = {}
+    for calibrate in (False, True):
+        experiment = Experiment.from_recipe(
+            "improved", "logsparse", {**TINY, "head": "gaussian"},
+            {"max_epochs": 1, "limit_train_batches": 2, "calibrate_scale": calibrate},
+            dataset=str(csv), features="S", seq_len=32, label_len=16, pred_len=8)
+        rows[calibrate] = run_experiment(experiment, tmp_path / "results.csv", tmp_path / "runs", "test")
+    assert rows[True]["mse"] == pytest.approx(rows[False]["mse"])  # the same point forecast
+    assert abs(rows[True]["coverage_0.8"] - 0.8) < abs(rows[False]["coverage_0.8"] - 0.8)

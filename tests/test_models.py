@@ -42,7 +42,7 @@ def test_informer_shapes_for_every_layout_and_attention(features, attention):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_registered_model_keeps_the_contract(name):
     s = spec("MS", seq_len=24, label_len=12, pred_len=6)
-    baselines = {"naive": {}, "seasonal_naive": {"season_length": 12}}
+    baselines = {"naive": {}, "seasonal_naive": {"season_length": 12}, "dlinear": {"kernel_size": 5}}
     options = baselines[name] if name in baselines else {
         k: v for k, v in TINY.items() if name != "logsparse" or k in ("d_model", "n_heads")}
     model = build_model(name, s, **options)

@@ -16,7 +16,7 @@ from forecast.training import TrainingConfig, build_trainer, has_trainable_param
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "factor": 2}
 LOGSPARSE = {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
 OPTIONS = {"informer": TINY, "transformer": TINY, "naive": {}, "seasonal_naive": {"season_length": 12},
-           "logsparse": LOGSPARSE}
+           "logsparse": LOGSPARSE, "dlinear": {"kernel_size": 5}}
 
 
 def sine_frame(rows: int = 400, seed: int = 0) -> pd.DataFrame:

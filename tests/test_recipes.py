@@ -108,3 +108,17 @@ def test_a_run_config_pins_its_recipe_and_builds_the_same_run_as_the_runner():
     assert improved.resolved_run_dir() != paper.resolved_run_dir()
     assert improved.forecaster().model_options["revin"] is True
     assert "revin" not in paper.forecaster().model_options
+
+
+def test_a_forecaster_in_the_improved_recipe_calibrates_its_gaussian_scale():
+    import numpy as np
+    import pandas as pd
+
+    t = np.arange(300)
+    frame = pd.DataFrame({"date": pd.date_range("2022-01-01", periods=300, freq="h"),
+                          "OT": np.sin(t / 5.0) + np.random.default_rng(0).normal(0, 0.5, 300)})
+    options = dict(seq_len=24, label_len=12, pred_len=6, features="S", head="gaussian", d_model=8, n_heads=2,
+                   n_layers=1, d_ff=8, max_epochs=1, limit_train_batches=2)
+    improved = Forecaster("logsparse", **options).fit(frame)
+    paper = Forecaster("logsparse", recipe="paper", **options).fit(frame)
+    assert float(improved.model.scale_factor) != 1.0 and float(paper.model.scale_factor) == 1.0

@@ -15,6 +15,7 @@ from lightning.pytorch.callbacks import Callback
 
 from forecast.cli import main
 from forecast.errors import ConfigError
+from forecast.recipes import get_recipe
 from forecast.results import KEY, read_results
 from forecast.sweep import SweepSpec, plan_sweep, run_sweep
 
@@ -78,7 +79,8 @@ def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     # every row names the command that reproduces that one run
     informer = frame[(frame.model == "informer") & (frame.seed == 1)].iloc[0]
     assert informer.command == "forecast sweep --config configs/toy/informer_M_4.yaml --seeds 1"
-    assert json.loads(informer.options) == {k: v for k, v in INFORMER.items() if k != "name"}
+    assert json.loads(informer.options) == {**get_recipe("improved").options_for("informer"),
+                                            **{k: v for k, v in INFORMER.items() if k != "name"}}
 
     before = results.read_bytes()
     again = run_sweep(spec)
@@ -154,9 +156,11 @@ def test_sweep_and_experiments_run_py_share_row_keys_and_run_folders(sweep_dirs)
     spec.loader.exec_module(script)
     run = next(run for run in plan_sweep(sweep_dirs.updated(models=["informer"], seeds=[2])))
     options = [arg for key, value in run.experiment.model_options.items()
-               for arg in ("--model-option", f"{key}={value}")]
+               for arg in ("--model-option", f"{key}={json.dumps(value)}")]
+    training = ["--max-epochs", "2", "--learning-rate", "1e-3", "--patience", "5"]  # the config's trainer section
     args = script.parse_args(["--dataset", run.config.dataset, "--model", "informer", "--features", "M",
-                              "--seq-len", "16", "--label-len", "8", "--pred-len", "4", "--seed", "2", *options])
+                              "--seq-len", "16", "--label-len", "8", "--pred-len", "4", "--seed", "2", *options,
+                              *training])
     from_script = script.experiment_from_args(args)
     assert from_script.key() == run.experiment.key()
     assert from_script.run_name() == run.experiment.run_name()
