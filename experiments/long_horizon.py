@@ -1,6 +1,6 @@
 """Render the standard long-horizon benchmark's tables into experiments/README.md.
 
-    python experiments/long_horizon.py      # rewrites the block between the long-horizon markers
+    python experiments/long_horizon.py      # rewrites the blocks between the long-horizon markers
 
 The benchmark: input 96 (ILI 36), horizons 96/192/336/720 (ILI 24/36/48/60), features
 ``M``, every test window. Its configs are ``experiments/long_horizon/<dataset>/
@@ -14,7 +14,8 @@ LogTrans as re-run in the Autoformer/FEDformer tables, the DLinear paper's Repea
 DLinear, PatchTST and iTransformer at input 96 from the iTransformer paper), the cell's
 winner by MSE, and each entry's average rank over the cells it has. The targets of the
 issue that asked for the benchmark follow: where the default Informer and LogSparse beat
-``naive``, and their MSE against the published Informer and LogTrans re-runs.
+``naive``, and their MSE against the published Informer and LogTrans re-runs. The ETTh1
+rows also go to the main README.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from forecast.report import configured_settings, read_published, read_results_di
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- long-horizon:begin -->", "<!-- long-horizon:end -->"
+HEADLINE_BEGIN, HEADLINE_END = "<!-- long-horizon-headline:begin -->", "<!-- long-horizon-headline:end -->"
 OURS = ("naive", "seasonal_naive", "dlinear", "informer", "logsparse", "informer-paper")
 PUBLISHED = (("informer", "Informer"), ("logsparse", "LogTrans"), ("naive", "Repeat"), ("dlinear", "DLinear"),
              ("patchtst", "PatchTST"), ("itransformer", "iTransformer"))
@@ -76,7 +78,9 @@ def _cell(mse: float, mae: float, seeds: float, best: bool) -> str:
     return f"**{text}**" if best else text
 
 
-def render(cells: pd.DataFrame) -> str:
+def render(cells: pd.DataFrame, datasets: tuple[str, ...] = DATASETS, summaries: bool = True) -> str:
+    """The cells of ``datasets`` as one Markdown table; with ``summaries`` the ranks and targets after it."""
+    cells = cells[cells.dataset.isin(datasets)]
     entries = [*OURS, *(f"{name} (published)" for _, name in PUBLISHED)]
     entries = [e for e in entries if e in set(cells.entry)]
     improved = get_recipe("improved")
@@ -90,7 +94,7 @@ def render(cells: pd.DataFrame) -> str:
     header = ["dataset", "horizon", *entries, "winner"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     ranks: dict[str, list[float]] = {entry: [] for entry in entries}
-    for dataset in DATASETS:
+    for dataset in datasets:
         for horizon in sorted(cells[cells.dataset == dataset].pred_len.unique()):
             at = cells[(cells.dataset == dataset) & (cells.pred_len == horizon)].set_index("entry")
             scored = at.mse.dropna()
@@ -102,6 +106,8 @@ def render(cells: pd.DataFrame) -> str:
                 row.append(_cell(*at.loc[entry, ["mse", "mae", "seeds"]], best == entry) if entry in at.index
                            else "–")
             lines.append("| " + " | ".join(row) + f" | {best or '–'} |")
+    if not summaries:
+        return "\n".join(lines)
     lines += ["", "Average rank by MSE over the cells an entry has (1 = best; fewer cells, less comparable):", "",
               "| entry | cells | average rank |", "|---|---|---|"]
     for entry in sorted(entries, key=lambda e: sum(ranks[e]) / len(ranks[e]) if ranks[e] else float("inf")):
@@ -148,10 +154,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="the papers' settings, whose windows date the published figures without one")
     parser.add_argument("--published", type=Path, default=HERE / "published.csv")
     parser.add_argument("--readme", type=Path, default=HERE / "README.md")
+    parser.add_argument("--main-readme", type=Path, default=HERE.parent / "README.md",
+                        help="its ETTh1 rows go to the main README's long-horizon headline block")
     args = parser.parse_args(argv)
     cells = cell_table(read_results_dir(args.results_dir), args.configs_dir, read_published(args.published),
                        args.paper_configs_dir)
     args.readme.write_text(update_block(args.readme.read_text(), render(cells), BEGIN, END))
+    headline = render(cells, ("ETTh1",), summaries=False)
+    args.main_readme.write_text(update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END))
     return 0
 
 

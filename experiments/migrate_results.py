@@ -1,6 +1,6 @@
-"""Give results rows written before recipes their ``recipe`` and ``training`` (one-off migration).
+"""Give results rows written before recipes existed their ``recipe`` and ``training`` columns.
 
-    python experiments/migrate_results.py          # rewrites experiments/results/*.csv in place
+    python experiments/migrate_results.py [DIR...]   # rewrites DIR/*.csv in place (default experiments/results)
 
 Every such row was trained with the papers' settings (the only ones there were), so its
 recipe is ``paper``; its training settings come from re-reading the command it records
@@ -67,9 +67,11 @@ def migrate(path: Path) -> int:
     return changed
 
 
-def main() -> int:
-    for path in sorted((HERE / "results").glob("*.csv")):
-        print(f"{path.name}: {migrate(path)} rows migrated")
+def main(argv: list[str] | None = None) -> int:
+    directories = [Path(d) for d in (sys.argv[1:] if argv is None else argv)] or [HERE / "results"]
+    for directory in directories:
+        for path in sorted(directory.glob("*.csv")):
+            print(f"{path}: {migrate(path)} rows migrated")
     return 0
 
 

@@ -357,3 +357,22 @@ def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_onl
         assert f"### {name}, multivariate (`M`)" in text
     electricity = text.split("### electricity, multivariate (`M`)")[1].split("###")[0]
     assert electricity.count("**not run**") == 4 * len(CONFIG_MODELS)
+
+
+def test_rows_written_before_recipes_migrate_from_their_commands(tmp_path):
+    """Their recipe is the paper's; their training settings come from the command they record."""
+    older = [c for c in COLUMNS if c not in ("recipe", "training", "val_loss")]
+    runner = row(model="informer", options='{"d_model": 16, "revin": true}', command=(
+        "python experiments/run.py --dataset ETTh1 --model informer --features M --seq-len 96 --label-len 48 "
+        "--pred-len 96 --model-option d_model=16 --model-option revin=true --learning-rate 1e-3 --max-epochs 10"))
+    swept = row(model="naive", command="forecast sweep --config experiments/configs/ETTm2/naive_M_96.yaml --seeds 0")
+    path = tmp_path / "ETTh1.csv"
+    pd.DataFrame([runner, swept])[older].to_csv(path, index=False)
+    assert load_script("migrate_results").main([str(tmp_path)]) == 0
+    frame = read_results(path)
+    assert list(frame.columns) == COLUMNS and list(frame.recipe) == ["paper", "paper"]
+    assert json.loads(frame.training[0]) == {"learning_rate": 0.001, "max_epochs": 10} and frame.training[1] == "{}"
+    mismatched = row(model="informer", options='{"d_model": 99}', command=runner["command"])
+    pd.DataFrame([mismatched])[older].to_csv(path, index=False)
+    with pytest.raises(ValueError, match="gives options"):
+        load_script("migrate_results").main([str(tmp_path)])

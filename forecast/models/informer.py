@@ -154,9 +154,11 @@ class Informer(nn.Module):
         )
         return Encoder(layers, distilling, c.d_model)
 
-    def _sequences(self, x: torch.Tensor, *marks: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """The network's sequences: ``x [B, L, C_in]`` normalized (with ``revin``) and, with
-        independent channels, one row per series (``[B', L, V]``, marks repeated to match)."""
+    def _sequences(self, x: torch.Tensor,
+                   *marks: torch.Tensor) -> tuple[WindowStats | None, *tuple[torch.Tensor, ...]]:
+        """The window's RevIN statistics (None without ``revin``), then the network's sequences:
+        ``x [B, L, C_in]`` normalized and, with independent channels, one row per series
+        (``[B', L, V]``), and the ``marks`` repeated to match."""
         stats = self.revin.statistics(x) if self.revin is not None else None
         if stats is not None:
             x = self.revin.normalize(x, stats)
