@@ -376,3 +376,33 @@ def test_rows_written_before_recipes_migrate_from_their_commands(tmp_path):
     pd.DataFrame([mismatched])[older].to_csv(path, index=False)
     with pytest.raises(ValueError, match="gives options"):
         load_script("migrate_results").main([str(tmp_path)])
+
+
+def test_committed_long_horizon_tables_are_what_the_script_writes(tmp_path):
+    import shutil
+
+    readme, main_readme = tmp_path / "README.md", tmp_path / "MAIN.md"
+    shutil.copy(ROOT / "experiments" / "README.md", readme)
+    shutil.copy(ROOT / "README.md", main_readme)
+    script = load_script("long_horizon")
+    assert script.main(["--readme", str(readme), "--main-readme", str(main_readme)]) == 0
+    assert readme.read_text() == (ROOT / "experiments" / "README.md").read_text(), "python experiments/long_horizon.py"
+    assert main_readme.read_text() == (ROOT / "README.md").read_text(), "python experiments/long_horizon.py"
+
+
+def test_long_horizon_targets_count_wins_over_naive_and_gains_over_the_published_runs():
+    script = load_script("long_horizon")
+    cells = pd.DataFrame([
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "informer", "mse": 0.4},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "naive", "mse": 1.2},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "dlinear", "mse": 0.38},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "Informer (published)", "mse": 0.8},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "informer", "mse": 0.09},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "naive", "mse": 0.081},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "Informer (published)", "mse": 0.9},
+    ])
+    lines = "\n".join(script.targets(cells))
+    assert "`informer` beats `naive` in 1 of 2 cells run; loses in exchange_rate 96 (+11%)." in lines
+    assert "70% lower MSE on average over 2 cells" in lines  # 1 - (0.4/0.8 + 0.09/0.9) / 2
+    assert "`dlinear` beats `informer` in 1 of 1 cells, by 5% MSE" in lines
+    assert "`logsparse`: not run yet." in lines
