@@ -54,8 +54,8 @@ from forecast.errors import ConfigError, DataError, NonFiniteForecastError, Seri
 from forecast.metrics import sample_quantiles
 from forecast.models import MODELS, DataSpec, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.recipes import DEFAULT_RECIPE, get_recipe
 from forecast.plotting import plot_forecast, quantile_column
+from forecast.recipes import DEFAULT_RECIPE, get_recipe
 from forecast.training import (
     lightning_messages,
     TrainingConfig,
@@ -93,9 +93,6 @@ _TRAINER_OPTIONS = tuple(
     name for name in inspect.signature(L.Trainer.__init__).parameters
     if name not in (*_MANAGED_TRAINER_ARGUMENTS, *_OWN_ARGUMENTS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS)
 )
-# Every option name that is not a model option (a recipe's model options go beneath the rest).
-_NOT_MODEL_OPTIONS = frozenset((*_DATA_OPTIONS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS, *_TRAINER_OPTIONS,
-                                "max_epochs", "callbacks", "split"))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -402,10 +399,8 @@ class Forecaster:
             raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
         self._model_name = model
         self._recipe = get_recipe(recipe)
-        model_given = {name: value for name, value in options.items() if name not in _NOT_MODEL_OPTIONS}
-        recipe_options, recipe_training = self._recipe.apply(model, model_given, {})
-        given_training = {name: value for name, value in options.items() if name in _NOT_MODEL_OPTIONS}
-        options = {**recipe_training, **given_training, **recipe_options}
+        # The recipe's training settings and model options, beneath those given (their names never overlap).
+        options = {**self._recipe.training, **self._recipe.options_for(model), **options}
         if max_epochs is None:
             max_epochs = options.pop("max_epochs", TrainingConfig.max_epochs)
         else:

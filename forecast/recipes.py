@@ -8,10 +8,11 @@ Two recipes:
   :class:`~forecast.training.TrainingConfig` defaults. The reproduction scripts and
   ``experiments/configs`` pin it.
 * ``improved`` (the default of :class:`~forecast.Forecaster`, ``forecast fit`` and the
-  experiment runner): every neural model with reversible instance normalization, and the
-  channel mode, size, learning rate and epochs that forecast best on the validation
-  windows of ETTh1 ``M`` 96→96 (experiments/README.md, "Choosing the improved recipe",
-  says how they were chosen: on validation loss only).
+  experiment runner): every neural model with reversible instance normalization, the
+  channel mode and size that forecast best on the validation windows of ETTh1 ``M``
+  96→96 (experiments/README.md, "Choosing the improved recipe", says how: on validation
+  loss only), Adam at 1e-3 halved every epoch for at most 10 epochs, and a Gaussian
+  head's scale fitted on the validation windows after training.
 
 Options given explicitly always win over the recipe's. A run's identity (results key,
 run folder) holds the recipe's name, the model options after the recipe is applied, and

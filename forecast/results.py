@@ -166,7 +166,13 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
             destination = Path(target) / path.name
             if destination.resolve() == path.resolve():
                 continue
-            for row in read_results(path).to_dict("records"):
+            rows = read_results(path)
+            unkeyed = sorted(set(KEY) - set(rows.columns))
+            if unkeyed:
+                raise ValueError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed by "
+                                 "them. Fix: python experiments/migrate_results.py "
+                                 f"{path.parent}, then merge again.")
+            for row in rows.to_dict("records"):
                 row = {name: "" if isinstance(value, float) and value != value else value
                        for name, value in row.items()}  # NaN: a blank cell, as it was read
                 if append_new_row(destination, row):

@@ -406,3 +406,14 @@ def test_long_horizon_targets_count_wins_over_naive_and_gains_over_the_published
     assert "70% lower MSE on average over 2 cells" in lines  # 1 - (0.4/0.8 + 0.09/0.9) / 2
     assert "`dlinear` beats `informer` in 1 of 1 cells, by 5% MSE" in lines
     assert "`logsparse`: not run yet." in lines
+
+
+def test_merging_rows_written_before_recipes_asks_for_the_migration(tmp_path):
+    from forecast.results import merge_results
+
+    source = tmp_path / "old"
+    source.mkdir()
+    older = [c for c in COLUMNS if c not in ("recipe", "training", "val_loss")]
+    pd.DataFrame([row()])[older].to_csv(source / "toy.csv", index=False)
+    with pytest.raises(ValueError, match="migrate_results.py"):
+        merge_results([source], tmp_path / "results")
