@@ -48,7 +48,8 @@ def experiment_of(command: str):
 def migrate(path: Path) -> int:
     """Fill ``recipe``/``training`` of the rows of ``path`` that lack them; returns how many."""
     with locked(path):
-        rows = list(csv.DictReader(path.open()))
+        with path.open(newline="") as handle:  # closed before the same file is rewritten below
+            rows = list(csv.DictReader(handle))
         changed = 0
         for row in rows:
             if row.get("recipe"):

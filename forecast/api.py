@@ -3,7 +3,7 @@
     from forecast import Forecaster, datasets
     fc = Forecaster("informer", seq_len=96, label_len=48, pred_len=24, max_epochs=6, seed=0)
     fc.fit(datasets.load("ETTh1"))      # the canonical split of a known dataset, else 70/10/20
-    report = fc.evaluate()              # long report frame: scale, metric, horizon, variable, value
+    report = fc.evaluate()              # metric x scale table over every test window (detail=True: long)
     future = fc.predict()               # the pred_len steps after the last row, original units
     fc.save("runs/etth1"); fc = Forecaster.load("runs/etth1")
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import inspect
 import json
 import logging
@@ -49,15 +50,17 @@ from forecast import datasets as registry
 from forecast.checks import require_bool, require_choice, require_levels
 from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_series, time_features
 from forecast.data.datamodule import standardize
+from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, DataError, NonFiniteForecastError, SeriesTooShortError, UnknownColumnError
-from forecast.metrics import sample_quantiles
+from forecast.metrics import pivot_report, sample_quantiles
 from forecast.models import MODELS, DataSpec, build_model, model_options
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.recipes import DEFAULT_RECIPE, get_recipe
 from forecast.training import (
     lightning_messages,
+    lightning_warnings,
     TrainingConfig,
     build_trainer,
     calibrate_on_validation,
@@ -130,6 +133,8 @@ def _jsonable(value: Any, name: str) -> Any:
         return value.item()
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, (datetime.date, np.datetime64)):
+        return pd.Timestamp(value).isoformat()  # a date split's border
     if isinstance(value, (list, tuple)):
         return [_jsonable(item, name) for item in value]
     if isinstance(value, Mapping):
@@ -159,14 +164,14 @@ def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted(checked))
 
 
-def _resolve_table(data: pd.DataFrame | str | os.PathLike[str]) -> pd.DataFrame | str | os.PathLike[str]:
-    """A registered dataset name becomes its frame; frames and paths pass through."""
+def _resolve_table(data: Table) -> Table:
+    """A registered dataset name becomes its frame; frames, series and paths pass through."""
     if isinstance(data, str) and registry.find(data) is not None:
         return registry.load(data)
-    if not isinstance(data, (pd.DataFrame, str, os.PathLike)):
+    if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
         raise ConfigError(
-            f"data of type {type(data).__name__}; Fix: pass a DataFrame, a CSV path or a registered dataset "
-            f"name {registry.names()}."
+            f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a CSV "
+            f"path or a registered dataset name {registry.names()}."
         )
     return data
 
@@ -228,19 +233,8 @@ class _FittedData:
 
     @classmethod
     def from_datamodule(cls, dm: WindowDataModule) -> _FittedData:
-        cfg, info = dm.config, dm.dataset_info
-        options = {
-            "date_column": cfg.date_column,
-            "features": cfg.features,
-            "target": cfg.target,
-            "columns": list(cfg.columns) if cfg.columns is not None else None,
-            "freq": dm.freq,
-            "allow_irregular": cfg.allow_irregular or (info is not None and info.has_gaps),
-            "allow_duplicates": cfg.allow_duplicates or (info is not None and info.has_duplicate_timestamps),
-            "fill_nan": cfg.fill_nan,
-        }
-        return cls(tuple(dm.input_columns), tuple(dm.output_columns), dm.freq, dm.dataset_name, options,
-                   DataSpec.from_datamodule(dm), dm.scaler)
+        return cls(tuple(dm.input_columns), tuple(dm.output_columns), dm.freq, dm.dataset_name,
+                   dm.prepare_options, DataSpec.from_datamodule(dm), dm.scaler)
 
     @property
     def output_mean(self) -> np.ndarray:
@@ -254,7 +248,7 @@ class _FittedData:
         """Model-scale outputs ``[..., C_out]`` in original units (float64)."""
         return values.astype(np.float64) * self.output_scale + self.output_mean
 
-    def future_batch(self, data: pd.DataFrame | str | os.PathLike[str]) -> FutureBatch:
+    def future_batch(self, data: Table) -> FutureBatch:
         """The model input for the P steps after the last row of ``data``, as
         ``WindowDataModule.future_batch`` builds it, from the saved scaler (no refit)."""
         seq_len, label_len, pred_len = self.spec.seq_len, self.spec.label_len, self.spec.pred_len
@@ -272,7 +266,7 @@ class _FittedData:
         offset, encoding = series.freq, self.spec.time_encoding
         x_dates = series.dates[-seq_len:]  # [L]
         future_index = pd.date_range(start=x_dates[-1] + offset, periods=pred_len, freq=offset,
-                                     name=self.prepare_options["date_column"])  # [P]
+                                     name=series.date_column)  # [P]
         y_dates = x_dates[seq_len - label_len:].append(future_index)  # [label_len+P]
         x = standardize(self.scaler, series.values[-seq_len:], series.input_columns, series.source,
                         first_row=series.n_rows - seq_len)  # [L, C]
@@ -350,7 +344,9 @@ class Forecaster:
         seq_len, label_len, pred_len: lookback L, decoder start tokens, horizon P.
         features: ``"M"`` all variables in and out, ``"S"`` the target alone, ``"MS"``
             all in, the target out.
-        target: the target column (last in model order).
+        target: the target column (last in model order). ``None`` (the default): a
+            registered dataset's own target; otherwise ``M`` uses every column as it is and
+            ``S``/``MS`` the last numeric column (logged).
         max_epochs: training epochs at most (early stopping on validation loss); ``None``
             takes the recipe's.
         seed: seeds Python, numpy and torch at ``fit`` (``lightning.seed_everything``),
@@ -386,7 +382,7 @@ class Forecaster:
         label_len: int = 48,
         pred_len: int = 24,
         features: str = "M",
-        target: Hashable | None = "OT",
+        target: Hashable | None = None,
         max_epochs: int | None = None,
         seed: int = 0,
         *,
@@ -430,7 +426,7 @@ class Forecaster:
         self._fitted: _FittedData | None = None
         self._module: ForecastModule | None = None
         self._datamodule: WindowDataModule | None = None
-        self._data: pd.DataFrame | str | os.PathLike[str] | None = None
+        self._data: Table | None = None
         self._split: Any = None
 
     # ---------------------------------------------------------------- configuration
@@ -571,7 +567,7 @@ class Forecaster:
 
     # ---------------------------------------------------------------------- building
 
-    def _new_datamodule(self, data: pd.DataFrame | str | os.PathLike[str], split: Any,
+    def _new_datamodule(self, data: Table, split: Any,
                         **options: Any) -> WindowDataModule:
         training = self._training
         return WindowDataModule(
@@ -631,17 +627,19 @@ class Forecaster:
 
     def fit(
         self,
-        data: pd.DataFrame | str | os.PathLike[str],
+        data: Table,
         *,
         split: Any = None,
         run_dir: str | os.PathLike[str] | None = None,
         resume: bool = True,
     ) -> Forecaster:
-        """Train on a DataFrame, a CSV path or a registered dataset name; returns ``self``.
+        """Train on a DataFrame, a Series, a CSV path or a registered dataset name; returns ``self``.
 
         ``split``: ``None`` gives a registered dataset its canonical protocol and other
-        data 70/10/20 by rows; or a protocol name, three fractions or three row ends
-        (see :class:`~forecast.data.DataConfig`). Everything is seeded from ``seed``.
+        data 70/10/20 by rows; or a protocol name, three fractions, three row ends, or two
+        timestamps where val and test start, e.g. ``("2023-07-01", "2023-10-01")`` (see
+        :class:`~forecast.data.DataConfig`). ``data`` may also be a DataFrame indexed by
+        its timestamps or a ``pd.Series``. Everything is seeded from ``seed``.
         The weights of the epoch with the lowest validation loss are kept. Models
         without trainable parameters (``naive``) and ``max_epochs=0`` skip training.
 
@@ -664,7 +662,8 @@ class Forecaster:
             best = _BestWeights()
             with lightning_messages(self._progress):
                 trainer = self._trainer(run_path, [best])
-                trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
+                with lightning_warnings(num_workers=self._training.num_workers, resuming=checkpoint is not None):
+                    trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
             self._restore_best(trainer, module, best)
             calibrate_on_validation(module.model, datamodule, self._training)
             if not all(torch.isfinite(tensor).all() for tensor in module.model.state_dict().values()
@@ -700,14 +699,20 @@ class Forecaster:
 
     # ---------------------------------------------------------------------- evaluate
 
-    def evaluate(self, data: pd.DataFrame | str | os.PathLike[str] | None = None, *, split: Any = None,
-                 windows: str = "test") -> pd.DataFrame:
-        """Score every window of a split (test by default): the report of :func:`forecast.metrics.report`.
+    def evaluate(self, data: Table | None = None, *, split: Any = None, windows: str = "test",
+                 detail: bool = False) -> pd.DataFrame:
+        """Score every window of a split (test by default).
 
-        Columns ``scale`` (standardized and original), ``metric``, ``horizon`` (``"all"``
-        or 1..P), ``variable``, ``value``, ``n_windows``. Default: the fitted data's
-        test windows. ``windows='val'`` (or ``'train'``) scores that split's windows
-        instead, with the same report: e.g. a probabilistic model's interval coverage on
+        Returns a metric x scale table (:func:`forecast.metrics.pivot_report`): MSE, MAE,
+        RMSE on the standardized and the original scale, MAPE and MSPE in original units
+        only, and rho-risks and coverage for probabilistic models, all horizons and
+        variables pooled; ``attrs["n_windows"]`` counts the windows. ``detail=True``
+        returns the long report (:func:`forecast.metrics.report`) instead, with columns
+        ``scale``, ``metric``, ``horizon`` (``"all"`` or 1..P), ``variable``, ``value``,
+        ``n_windows``, for per-horizon and per-variable breakdowns.
+
+        Default: the fitted data's test windows. ``windows='val'`` (or ``'train'``) scores
+        that split's windows instead: e.g. a probabilistic model's interval coverage on
         validation, checked before looking at test. ``data`` (with ``split``, default the
         fit's) scores other data, e.g. after ``load``; its train rows must give the scaler
         the model was fitted with (the same series), else :class:`~forecast.errors.DataError`.
@@ -721,10 +726,10 @@ class Forecaster:
         else:
             datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows)
             self._check_same_scaling(datamodule)
-        with lightning_messages(self._progress):
+        with lightning_messages(self._progress), lightning_warnings(num_workers=self._training.num_workers):
             self._trainer(None).test(module, datamodule=datamodule, verbose=False)
         assert module.test_report is not None
-        return module.test_report.copy()
+        return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
 
     def _check_same_scaling(self, datamodule: WindowDataModule) -> None:
         fitted = self._require_state()
@@ -744,7 +749,7 @@ class Forecaster:
 
     # ---------------------------------------------------------------------- forecast
 
-    def _future_input(self, df: pd.DataFrame | str | os.PathLike[str] | None) -> FutureBatch:
+    def _future_input(self, df: Table | None) -> FutureBatch:
         if df is None:
             return self._require_datamodule("predict() without df").future_batch()
         table = _resolve_table(df)
@@ -753,8 +758,9 @@ class Forecaster:
         return self._require_state().future_batch(table)
 
     @property
-    def _date_column(self) -> str:
-        return self._data_options.get("date_column", "date")
+    def _date_column(self) -> Hashable | None:
+        """The name of the fitted data's time axis (its column, or its DatetimeIndex's name)."""
+        return self._require_state().prepare_options["date_column"]
 
     def _forecast(self, batch: Mapping[str, torch.Tensor]) -> tuple[np.ndarray, dict[float, np.ndarray]]:
         """Point forecast ``[B, P, C_out]`` and quantiles ``{level: [B, P, C_out]}`` in original units."""
@@ -810,7 +816,7 @@ class Forecaster:
                 frame[quantile_column(column, level)] = values[0, :, position]
         return frame
 
-    def predict(self, df: pd.DataFrame | str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    def predict(self, df: Table | None = None) -> pd.DataFrame:
         """Forecast the ``pred_len`` steps after the last row of ``df`` (default: the fitted data).
 
         Returns a frame indexed by the future timestamps (continuing the series'
@@ -848,7 +854,7 @@ class Forecaster:
                 self._forecast_frame(batch, index),
                 pd.DataFrame(truth, index=index, columns=columns))
 
-    def _history(self, df: pd.DataFrame | str | os.PathLike[str] | None, rows: int) -> pd.DataFrame:
+    def _history(self, df: Table | None, rows: int) -> pd.DataFrame:
         """The last ``rows`` rows of the output variables, original units, indexed by timestamp."""
         fitted = self._require_state()
         table = _resolve_table(df) if df is not None else _resolve_table(self._data)  # type: ignore[arg-type]
@@ -860,7 +866,7 @@ class Forecaster:
 
     def plot(
         self,
-        df: pd.DataFrame | str | os.PathLike[str] | None = None,
+        df: Table | None = None,
         *,
         window: int | None = None,
         split: str = "test",
@@ -891,7 +897,7 @@ class Forecaster:
 
     def attention_weights(
         self,
-        df: pd.DataFrame | str | os.PathLike[str] | None = None,
+        df: Table | None = None,
         *,
         window: int | None = None,
         split: str = "test",

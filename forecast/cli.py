@@ -116,9 +116,9 @@ def _check_scaler(run_dir: Path, datamodule) -> None:
 def _print_validation(module, datamodule, progress: bool) -> None:
     import lightning as L
 
-    from forecast.training import lightning_messages
+    from forecast.training import lightning_messages, lightning_warnings
 
-    with lightning_messages(progress):
+    with lightning_messages(progress), lightning_warnings(num_workers=datamodule.config.num_workers):
         trainer = L.Trainer(logger=False, enable_progress_bar=progress, enable_model_summary=False,
                             enable_checkpointing=False)
         metrics = trainer.validate(module, datamodule=datamodule, verbose=False)[0]
@@ -163,7 +163,7 @@ def _test(args: argparse.Namespace, overrides: list[str]) -> int:
     config = _config(args, overrides)
     run_dir = _run_dir(config, must_exist=True)
     report = Forecaster.load(run_dir).evaluate(args.input or config.dataset, split=config.split,
-                                               windows=args.windows)
+                                               windows=args.windows, detail=True)
     destination = Path(args.report) if args.report else run_dir / f"{args.windows}_report.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
     report.to_csv(destination, index=False)
@@ -249,13 +249,25 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
 # ------------------------------------------------------------------ splits and demo
 
 
+def _split_part(text: str) -> str | int | float:
+    """One word of ``--split``: a row end, a fraction, or a protocol name or date (kept as text)."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _splits(args: argparse.Namespace, extra: list[str]) -> int:
     from forecast.data import WindowDataModule, describe_splits
 
     if extra:
         raise ConfigError(f"forecast splits: unexpected arguments {extra}.")
     datamodule = WindowDataModule(args.data, seq_len=args.seq_len, label_len=args.label_len,
-                                  pred_len=args.pred_len, features=args.features)
+                                  pred_len=args.pred_len, features=args.features, target=args.target,
+                                  date_column=args.date_column,
+                                  split=args.split[0] if args.split and len(args.split) == 1 else args.split)
     datamodule.setup()
     print(describe_splits(datamodule))
     return 0
@@ -264,24 +276,24 @@ def _splits(args: argparse.Namespace, extra: list[str]) -> int:
 def _demo(args: argparse.Namespace, extra: list[str]) -> int:
     from forecast.api import Forecaster
     from forecast.data import describe_splits
-    from forecast.metrics import pivot_report
 
     if extra:
         raise ConfigError(f"forecast demo: unexpected arguments {extra}.")
     rows = []
     models = (("naive", {}), ("seasonal_naive", {"season_length": 24}), ("dlinear", {}), ("informer", {}))
+    # Validation only picks the epoch to keep; a cap makes a quick run quicker, test stays whole.
+    limits = {"limit_val_batches": args.val_batches} if args.val_batches is not None else {}
     for name, options in models:
         forecaster = Forecaster(name, seq_len=96, label_len=48, pred_len=24, features="M", seed=args.seed,
-                                limit_train_batches=args.train_batches, **DEMO_TRAINING, **options)
+                                limit_train_batches=args.train_batches, **limits, **DEMO_TRAINING, **options)
         started = time.perf_counter()
         forecaster.fit(args.data)
         if not rows:
             print(describe_splits(forecaster.datamodule), flush=True)
-        report = forecaster.evaluate()
-        overall = pivot_report(report)
+        overall = forecaster.evaluate()
         rows.append(dict(model=name, mse=overall.loc["mse", "standardized"], mae=overall.loc["mae", "standardized"],
                          mse_orig=overall.loc["mse", "original"], mae_orig=overall.loc["mae", "original"],
-                         test_windows=int(report["n_windows"].iloc[0]),
+                         test_windows=overall.attrs["n_windows"],
                          seconds=round(time.perf_counter() - started, 1)))
         print(f"{name}: done in {rows[-1]['seconds']} s", flush=True)
     print()
@@ -369,6 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
     splits.add_argument("--label-len", type=int, default=48)
     splits.add_argument("--pred-len", type=int, default=24)
     splits.add_argument("--features", default="M", choices=["M", "S", "MS"])
+    splits.add_argument("--target", default=None, help="default: a registered dataset's own target, else "
+                        "every column (M) or the last numeric one (S, MS)")
+    splits.add_argument("--date-column", default=None, help="default: the one column holding timestamps")
+    splits.add_argument("--split", nargs="+", default=None, type=_split_part,
+                        help="a protocol name, 3 fractions, 3 row ends, or 2 dates where val and test start")
     splits.set_defaults(run=_splits)
 
     demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines")
@@ -376,6 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--train-batches", type=int, default=None,
                       help="cap on training batches per epoch (default: all)")
+    demo.add_argument("--val-batches", type=int, default=None,
+                      help="cap on validation batches per epoch (default: all); the test report "
+                           "always scores every test window")
     demo.set_defaults(run=_demo)
     return parser
 

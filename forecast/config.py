@@ -237,7 +237,7 @@ def _data_section(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
         data.setdefault(key, default)
     if "target" not in data:
         info = registry.find(dataset)
-        data["target"] = info.target if info is not None else "OT"
+        data["target"] = info.target if info is not None else None
     return data
 
 
@@ -275,7 +275,8 @@ class RunConfig:
 
     Build one with :meth:`from_mapping` (or :func:`load_config` for files and overrides).
     ``data`` always holds ``dataset`` and the window (defaults filled in: the registered
-    target of a known dataset, else ``OT``); ``trainer`` holds TrainingConfig fields and
+    target of a known dataset, else ``None``: every column for ``M``, the last numeric one
+    for ``S``/``MS``); ``trainer`` holds TrainingConfig fields and
     ``lightning.Trainer`` arguments. ``model_options`` and ``trainer`` hold what the file
     says; the ``recipe`` (:mod:`forecast.recipes`) fills in the rest when a Forecaster
     or an Experiment is built.

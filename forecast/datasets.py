@@ -7,30 +7,37 @@ parsed ``date`` column:
 2. the local mirror directory named by the environment variable ``FORECAST_DATA_DIR``;
 3. the download cache: ``cache_dir`` if given, else ``datasets/`` of a source checkout,
    else ``$XDG_CACHE_HOME/forecast/datasets`` (``~/.cache/forecast/datasets``);
-4. a download from the registered URL into that cache.
+4. the copy shipped inside the package (``forecast/embedded/``), for the datasets whose
+   licence allows redistribution and that are small (ETTh1, ETTh2), so that the demo
+   and their tests run offline; a local copy above still wins;
+5. a download from the registered URL into that cache.
 
 Files are verified against the registered sha256 (or, where only that is known, the git
-blob id). Downloads go to a temporary ``.part`` file beside the target, are verified,
-and only then renamed into place, so a broken or partial download never lands in the
-cache. ``datasets/README.md`` is the human catalogue of the same facts.
+blob id); a compressed copy (``.xz``, ``.gz``) is verified on its decompressed bytes, the
+registered CSV. Downloads go to a temporary ``.part`` file beside the target, are
+verified, and only then renamed into place, so a broken or partial download never lands
+in the cache. ``datasets/README.md`` is the human catalogue of the same facts.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.client
 import logging
+import lzma
 import os
 import re
 import shutil
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import pandas as pd
 
@@ -46,6 +53,11 @@ _SPLIT_PROTOCOLS = ("ett_hour", "ett_minute", "ratio")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _CHUNK = 1 << 20
+# The package's own copies of redistributable datasets (see its README.md for the licences).
+EMBEDDED_DIR = Path(__file__).resolve().parent / "embedded"
+# Compressed copies are read through these, so that checks see the registered CSV bytes.
+_DECOMPRESSORS: Mapping[str, Callable[..., BinaryIO]] = MappingProxyType({".xz": lzma.open, ".gz": gzip.open})
+_DECOMPRESSION_ERRORS = (lzma.LZMAError, gzip.BadGzipFile, zlib.error, EOFError)
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,8 @@ class DatasetInfo:
     ``sha256`` verifies the file; where it is unknown, ``git_blob`` (the id
     ``git hash-object`` gives) does. ``has_duplicate_timestamps``/``has_gaps`` record
     quirks of the published file that the data module accepts for this dataset.
+    ``embedded`` names the compressed copy in ``EMBEDDED_DIR`` that the package ships,
+    for datasets whose licence allows it; the checksums are those of the CSV inside.
     """
 
     name: str
@@ -76,6 +90,7 @@ class DatasetInfo:
     has_gaps: bool = False
     aliases: tuple[str, ...] = ()
     obtain: str = ""
+    embedded: str | None = None
 
     def __post_init__(self) -> None:
         if self.sha256 is None and self.git_blob is None:
@@ -86,6 +101,8 @@ class DatasetInfo:
             raise ConfigError(f"dataset {self.name!r}: git_blob must be 40 lowercase hex digits.")
         if self.split not in _SPLIT_PROTOCOLS:
             raise ConfigError(f"dataset {self.name!r}: split must be one of {_SPLIT_PROTOCOLS}.")
+        if self.embedded is not None and Path(self.embedded).name != self.embedded:
+            raise ConfigError(f"dataset {self.name!r}: embedded must be a file name in {EMBEDDED_DIR}, not a path.")
 
     def where_to_get(self) -> str:
         """Human instructions: where the file comes from."""
@@ -117,17 +134,24 @@ _SSCF = (
 )
 
 
-def _ett(name: str, sha256: str, n_rows: int, n_bytes: int, split: SplitProtocol, freq: str) -> DatasetInfo:
+def _ett(
+    name: str, sha256: str, n_rows: int, n_bytes: int, split: SplitProtocol, freq: str, *, embedded: bool = False
+) -> DatasetInfo:
     return DatasetInfo(
         name=name, file_name=f"{name}.csv", url=_ETT_URL.format(f"{name}.csv"), freq=freq,
         target="OT", split=split, licence="CC BY-ND 4.0", source=_ETT_SOURCE,
         citation=_ETT_CITATION, sha256=sha256, n_rows=n_rows, n_cols=8, n_bytes=n_bytes,
+        embedded=f"{name}.csv.xz" if embedded else None,
     )
 
 
+# ETTh1 and ETTh2 ship with the package (CC BY-ND 4.0 allows verbatim copies; about 0.3 MB
+# each as .xz). ETTm1/ETTm2 are four times larger; the other datasets state no licence.
 _ENTRIES = (
-    _ett("ETTh1", "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066", 17420, 2589657, "ett_hour", "h"),
-    _ett("ETTh2", "a3dc2c597b9218c7ce1cd55eb77b283fd459a1d09d753063f944967dd6b9218b", 17420, 2417960, "ett_hour", "h"),
+    _ett("ETTh1", "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066", 17420, 2589657, "ett_hour", "h",
+         embedded=True),
+    _ett("ETTh2", "a3dc2c597b9218c7ce1cd55eb77b283fd459a1d09d753063f944967dd6b9218b", 17420, 2417960, "ett_hour", "h",
+         embedded=True),
     _ett("ETTm1", "6ce1759b1a18e3328421d5d75fadcb316c449fcd7cec32820c8dafda71986c9e", 69680, 10360719, "ett_minute", "15min"),
     _ett("ETTm2", "db973ca252c6410a30d0469b13d696cf919648d0f3fd588c60f03fdbdbadd1fd", 69680, 9677236, "ett_minute", "15min"),
     DatasetInfo(
@@ -206,9 +230,15 @@ def get(name: str | DatasetInfo) -> DatasetInfo:
 
 
 def find_by_file(path: str | os.PathLike[str]) -> DatasetInfo | None:
-    """The entry whose file name is ``path``'s name, or ``None``."""
+    """The entry whose file name (or embedded copy's name) is ``path``'s name, or ``None``."""
     file_name = Path(path).name
-    return next((info for info in REGISTRY.values() if info.file_name == file_name), None)
+    return next((info for info in REGISTRY.values() if file_name in (info.file_name, info.embedded)), None)
+
+
+def embedded_path(info: DatasetInfo | str) -> Path | None:
+    """Where the package's own copy of a dataset is, or ``None`` when it ships none."""
+    info = get(info)
+    return EMBEDDED_DIR / info.embedded if info.embedded else None
 
 
 def default_cache_dir() -> Path:
@@ -226,30 +256,81 @@ def _git_blob_hasher(size: int) -> hashlib._Hash:
     return hasher
 
 
+def is_compressed(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is read through a decompressor (its suffix is ``.xz`` or ``.gz``)."""
+    return Path(path).suffix in _DECOMPRESSORS
+
+
+def open_decompressed(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for reading its content: ``.xz``/``.gz`` files decompressed on the fly.
+
+    The registry's checksums are those of the plain CSV, so a compressed copy is checked on
+    what it decompresses to, never on its compressed bytes (which depend on the compressor).
+    """
+    opener = _DECOMPRESSORS.get(Path(path).suffix)
+    return opener(path, "rb") if opener is not None else Path(path).open("rb")
+
+
+def _content_size(path: Path) -> int:
+    """The number of bytes ``path`` holds once decompressed (its size if it is not compressed)."""
+    if not is_compressed(path):
+        return path.stat().st_size
+    size = 0
+    with open_decompressed(path) as handle:
+        while chunk := handle.read(_CHUNK):
+            size += len(chunk)
+    return size
+
+
+def _content_digest(path: Path, hasher: hashlib._Hash) -> str:
+    """``hasher``'s digest of ``path``'s decompressed content, read in chunks."""
+    with open_decompressed(path) as handle:
+        while chunk := handle.read(_CHUNK):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
 def _checksum_problem(path: Path, info: DatasetInfo) -> str | None:
-    """What differs between ``path`` and the registered file, or ``None``."""
-    size = path.stat().st_size
-    if info.n_bytes is not None and size != info.n_bytes:
-        return f"has {size} bytes, the registered file has {info.n_bytes}"
-    with path.open("rb") as handle:
+    """What differs between ``path``'s (decompressed) content and the registered file, or ``None``."""
+    holds = "decompresses to" if is_compressed(path) else "has"
+    try:
+        size = _content_size(path)
+        if info.n_bytes is not None and size != info.n_bytes:
+            return f"{holds} {size} bytes, the registered file has {info.n_bytes}"
         if info.sha256 is not None:
-            kind, expected = "sha256", info.sha256
-            actual = hashlib.file_digest(handle, "sha256").hexdigest()
+            kind, expected, hasher = "sha256", info.sha256, hashlib.sha256()
         else:
-            kind, expected = "git blob id", info.git_blob
-            actual = hashlib.file_digest(handle, lambda: _git_blob_hasher(size)).hexdigest()
-    return None if actual == expected else f"has {kind} {actual}, the registered file has {expected}"
+            kind, expected, hasher = "git blob id", info.git_blob, _git_blob_hasher(size)
+        actual = _content_digest(path, hasher)
+    except _DECOMPRESSION_ERRORS as error:
+        return f"cannot be decompressed ({type(error).__name__}: {error})"
+    return None if actual == expected else f"{holds} {kind} {actual}, the registered file has {expected}"
 
 
-def verify_file(path: str | os.PathLike[str], info: DatasetInfo) -> None:
-    """Raise ``ChecksumError`` unless ``path`` holds the registered bytes of ``info``."""
+def verify_file(path: str | os.PathLike[str], info: DatasetInfo, *, fix: str | None = None) -> None:
+    """Raise ``ChecksumError`` unless ``path`` holds (or decompresses to) the registered bytes of ``info``.
+
+    ``fix`` replaces the default advice (fetch the file again) where another one fits.
+    """
     problem = _checksum_problem(Path(path), info)
     if problem:
+        fix = fix or (
+            f"delete it and fetch the file again ({info.where_to_get()}), or pass verify=False to use "
+            "a modified copy on purpose."
+        )
         raise ChecksumError(
             f"{path}: this is not the registered {info.file_name} of dataset {info.name!r}: it "
-            f"{problem}. Fix: delete it and fetch the file again ({info.where_to_get()}), or "
-            "pass verify=False to use a modified copy on purpose."
+            f"{problem}. Fix: {fix}"
         )
+
+
+def _embedded_fix(info: DatasetInfo) -> str:
+    """The advice for a damaged shipped copy: it cannot be re-fetched, only reinstalled or bypassed."""
+    return (
+        "the copy shipped inside the package is damaged; reinstall the package "
+        f"(pip install --force-reinstall lstf-forecast), or put a verified {info.file_name} in "
+        f"{DATA_DIR_ENV} or the cache directory, which are searched first ({info.where_to_get()})."
+    )
 
 
 def download(
@@ -346,10 +427,13 @@ def locate(
         candidates.append((DATA_DIR_ENV, Path(mirror) / info.file_name))
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     candidates.append(("download cache", cache / info.file_name))
+    embedded = embedded_path(info)
+    if embedded is not None:
+        candidates.append(("embedded copy", embedded))
     for where, candidate in candidates:
         if candidate.is_file():
             if verify:
-                verify_file(candidate, info)
+                verify_file(candidate, info, fix=_embedded_fix(info) if candidate == embedded else None)
             logger.debug("Dataset %s found in the %s: %s", info.name, where, candidate)
             return candidate
     if not download:
@@ -369,7 +453,8 @@ def load(
     """A registered dataset as a DataFrame with a parsed ``date`` column.
 
     The frame's ``attrs[DATASET_ATTR]`` holds the dataset name, so a data module given
-    the frame applies the dataset's split protocol.
+    the frame applies the dataset's split protocol. An embedded ``.xz`` copy is read as it
+    is (pandas decompresses it), so nothing is written to the cache.
     """
     info = get(name)
     file = locate(info, path, cache_dir=cache_dir, download=download, verify=verify, timeout=timeout)

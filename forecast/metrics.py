@@ -32,8 +32,8 @@ value counts as zero when ``|true| <= eps`` (``eps=0.0`` by default: exact zeros
 
 Near-zero truths are not clamped (scikit-learn clamps to machine epsilon and so reports
 numbers around 1e15): a tiny truth gives an honest, large percentage error. Pass a positive
-``eps`` to treat near-zeros as zeros. MAPE and MSPE on the standardized scale are seldom
-meaningful because standardized series cross zero; read them on the original scale.
+``eps`` to treat near-zeros as zeros. MAPE and MSPE on the standardized scale mean nothing,
+because standardized series cross zero: reports give them on the original scale only.
 
 Probabilistic metrics
 ---------------------
@@ -88,6 +88,7 @@ __all__ = [
     "POINT_METRICS",
     "REPORT_COLUMNS",
     "SCALES",
+    "ORIGINAL_UNITS_ONLY",
     "MetricAccumulator",
     "MetricSummary",
     "ProbabilisticAccumulator",
@@ -122,6 +123,9 @@ SCALES = ("standardized", "original")
 """Allowed values of the report's ``scale`` column, in report order."""
 POINT_METRICS = ("mse", "mae", "rmse", "mape", "mspe")
 """Point metrics, in report order."""
+ORIGINAL_UNITS_ONLY = ("mape", "mspe")
+"""Metrics that divide by the truth: a standardized series crosses zero, so :func:`report`
+gives them in original units only."""
 REPORT_COLUMNS = ("scale", "metric", "horizon", "variable", "value", "n_windows")
 """Columns of :func:`report` frames."""
 
@@ -750,6 +754,7 @@ def report(summaries: Mapping[str, MetricSummary], *, variables: Sequence[str] |
     metric the rows are: the overall value (horizon and variable ``"all"``), one row per
     horizon step 1..P (variable ``"all"``), one row per variable (horizon ``"all"``).
     ``variables`` names the C variables in data order (default ``"0"``, ``"1"``, ...).
+    MAPE and MSPE appear on the original scale only (:data:`ORIGINAL_UNITS_ONLY`).
     """
     if not summaries:
         raise ConfigError("report() needs at least one summary, e.g. {'original': summary}.")
@@ -761,6 +766,8 @@ def report(summaries: Mapping[str, MetricSummary], *, variables: Sequence[str] |
         summary = summaries[scale]
         names = _variable_names(variables, summary.n_variables)
         for metric in summary.metrics:
+            if scale != "original" and metric in ORIGINAL_UNITS_ONLY:
+                continue
             rows.append((scale, metric, ALL, ALL, summary.overall[metric], summary.n_windows))
             rows.extend(
                 (scale, metric, step, ALL, float(value), summary.n_windows)
@@ -793,13 +800,18 @@ def _check_report(frame: pd.DataFrame) -> None:
 
 
 def pivot_report(frame: pd.DataFrame) -> pd.DataFrame:
-    """Overall values as a metric x scale table (metrics and scales in report order)."""
+    """Overall values (all horizons and variables pooled) as a metric x scale table, metrics
+    and scales in report order; a metric not computed on a scale is NaN there. The
+    number of windows scored is in ``attrs["n_windows"]``."""
     _check_report(frame)
     overall = frame[(frame["horizon"] == ALL) & (frame["variable"] == ALL)]
     table = overall.pivot(index="metric", columns="scale", values="value")
     scales = [scale for scale in SCALES if scale in table.columns]
-    table = table.loc[list(dict.fromkeys(overall["metric"])), scales]
+    present = list(dict.fromkeys(overall["metric"]))
+    order = [m for m in POINT_METRICS if m in present] + [m for m in present if m not in POINT_METRICS]
+    table = table.loc[order, scales]
     table.columns.name = "scale"
+    table.attrs["n_windows"] = int(overall["n_windows"].max()) if len(overall) else 0
     return table
 
 

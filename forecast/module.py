@@ -22,7 +22,7 @@ from torch import nn
 
 from forecast.checks import require_choice, require_int, require_real
 from forecast.errors import NonFiniteForecastError
-from forecast.metrics import MetricAccumulator, ProbabilisticAccumulator, report
+from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
 
 LossName = Literal["mse", "mae", "huber"]
 Schedule = Literal["halve", "cosine", "none"]
@@ -74,7 +74,11 @@ class ForecastModule(L.LightningModule):
         self.save_hyperparameters(ignore=["model"])
         self.model = model
         self.loss_fn = LOSSES[loss]
-        self.val_loss = torchmetrics.MeanMetric()
+        # NaN propagates ("disable"), as in val_mse/val_mae: torchmetrics' default would drop NaN
+        # batch losses with a warning and score a partly diverged epoch on its finite windows
+        # only, so early stopping and the best checkpoint could pick it. A NaN val_loss is never
+        # the best, and EarlyStopping (check_finite) stops the run.
+        self.val_loss = torchmetrics.MeanMetric(nan_strategy="disable")
         self.val_mse = torchmetrics.MeanSquaredError()
         self.val_mae = torchmetrics.MeanAbsoluteError()
         self.test_errors = nn.ModuleDict(
@@ -222,7 +226,8 @@ class ForecastModule(L.LightningModule):
         for scale, summary in summaries.items():
             suffix = "" if scale == "standardized" else "_orig"
             for name, value in summary.overall.items():
-                self.log(f"test_{name}{suffix}", value, sync_dist=True)
+                if scale == "original" or name not in ORIGINAL_UNITS_ONLY:
+                    self.log(f"test_{name}{suffix}", value, sync_dist=True)
         self.log("test_windows", float(summaries["standardized"].n_windows), sync_dist=True)
         datamodule = getattr(self._trainer, "datamodule", None)
         self.test_report = report(summaries,

@@ -199,7 +199,7 @@ def plot_horizon_errors(
 ) -> Figure:
     """Error by horizon step (1..P), one axis per metric, one line per report.
 
-    ``report`` is a :func:`forecast.metrics.report` frame (``Forecaster.evaluate()``),
+    ``report`` is a :func:`forecast.metrics.report` frame (``Forecaster.evaluate(detail=True)``),
     or a mapping ``label -> report`` to compare models on the same axes. ``scale`` is
     ``"original"`` or ``"standardized"``.
     """

@@ -16,6 +16,7 @@ import random
 import signal
 import subprocess
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -29,6 +30,7 @@ from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
+from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 import forecast
 from forecast.checks import require_bool, require_choice, require_int, require_real
@@ -210,6 +212,52 @@ class SigtermCheckpoint(Callback):
             log.info("stopped by SIGTERM after step %d; saved %s", trainer.global_step, self.path)
 
 
+class RunCheckpoint(ModelCheckpoint):
+    """The run directory's ModelCheckpoint, which resumes a run directory that was moved or copied.
+
+    A checkpoint stores the absolute paths of its directory and of the best checkpoints. Resumed
+    from another directory (a run copied from scratch space, or the tests' copy of a killed
+    sweep), Lightning's ModelCheckpoint warns "The dirpath has changed" and forgets the best
+    score: the next epoch becomes the best however bad, and ``best_model_path`` points into the
+    old directory. Here the paths under the old directory are read from the new one instead,
+    when the best checkpoint is there, so the resumed run keeps its best score and restores
+    the best weights from its own directory. Its ``state_key`` stays Lightning's
+    ``ModelCheckpoint{...}``: checkpoints written with either class resume with the other.
+    """
+
+    @property
+    def state_key(self) -> str:
+        return ModelCheckpoint.__qualname__ + super().state_key.removeprefix(type(self).__qualname__)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        old = state_dict.get("dirpath")
+        if isinstance(old, str) and isinstance(self.dirpath, str) and old != self.dirpath:
+            moved = _relocated_checkpoint_state(state_dict, old, self.dirpath)
+            best = moved.get("best_model_path")
+            if not best or Path(best).is_file():
+                log.info("the checkpoints moved from %s to %s; resuming with their paths in the new place",
+                         old, self.dirpath)
+                state_dict = moved
+        super().load_state_dict(state_dict)
+
+
+def _relocated_checkpoint_state(state: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """``state`` (ModelCheckpoint's) with the paths of files in directory ``old`` moved into ``new``."""
+
+    def move(path: Any) -> Any:
+        if isinstance(path, str) and path and os.path.dirname(path) == old:
+            return os.path.join(new, os.path.basename(path))
+        return path
+
+    moved = dict(state, dirpath=new)
+    for name in ("best_model_path", "kth_best_model_path", "last_model_path"):
+        if name in moved:
+            moved[name] = move(moved[name])
+    if isinstance(moved.get("best_k_models"), dict):
+        moved["best_k_models"] = {move(path): score for path, score in moved["best_k_models"].items()}
+    return moved
+
+
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # what a shell reports for a process that SIGTERM ended
 
 
@@ -225,7 +273,8 @@ def stopped_by_sigterm(stop: SystemExit) -> bool:
 
 
 def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
-                  callbacks: list[Callback] | None = None, **overrides: Any) -> L.Trainer:
+                  callbacks: list[Callback] | None = None, *, train_batches: int | None = None,
+                  **overrides: Any) -> L.Trainer:
     """A Trainer with early stopping and per-epoch checkpoints under ``run_dir``.
 
     Checkpoints: ``best-epoch=N.ckpt`` (lowest ``val_loss``) and ``last.ckpt`` after every
@@ -237,7 +286,9 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     (:class:`SigtermCheckpoint`).
     The curves go to ``run_dir/lightning_logs/version_N/metrics.csv`` (pass ``logger=`` for
     another). Without ``run_dir`` nothing is written (no checkpoints, no logs): for tests and
-    quick in-memory fits.
+    quick in-memory fits. ``train_batches`` (the training loader's length, when known) lowers
+    Lightning's logging interval of 50 steps to an epoch's batches per process
+    (:func:`log_interval`), so that an epoch shorter than 50 steps still logs ``train_loss``.
     """
     callbacks = list(callbacks or [])
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
@@ -248,7 +299,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         # No version counter: these callbacks all write last.ckpt, and a resumed run overwrites its files.
         # First in the list: Lightning's checkpoint_callback, whose best checkpoint fit restores and
         # test(ckpt_path="best") loads, is the first ModelCheckpoint, and a user's own must not be it.
-        callbacks.insert(0, ModelCheckpoint(
+        callbacks.insert(0, RunCheckpoint(
             dirpath=directory, filename="best-{epoch}",
             monitor="val_loss", mode="min", save_top_k=1, save_last=True, enable_version_counter=False,
         ))
@@ -259,8 +310,8 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
                     "train_time_interval": timedelta(minutes=minutes) if minutes is not None else None}
         for trigger, every in triggers.items():
             if every is not None:
-                callbacks.append(ModelCheckpoint(dirpath=directory, save_top_k=0, save_last=True,
-                                                 enable_version_counter=False, **{trigger: every}))
+                callbacks.append(RunCheckpoint(dirpath=directory, save_top_k=0, save_last=True,
+                                               enable_version_counter=False, **{trigger: every}))
         callbacks.append(RandomStateCheckpoint())
         callbacks.append(SigtermCheckpoint(directory / "last.ckpt"))
     options: dict[str, Any] = dict(
@@ -284,7 +335,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     options.update(config.extra_trainer_options)
     options.update(overrides)
     try:
-        return L.Trainer(**options)
+        trainer = L.Trainer(**options)
     except (MisconfigurationException, ValueError, TypeError) as error:
         # Lightning checks accelerator, devices, strategy and precision here; say which setting.
         chosen = {name: options.get(name) for name in ("accelerator", "devices", "strategy", "num_nodes",
@@ -292,6 +343,29 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         extra = f" and Trainer options {sorted(config.extra_trainer_options)}" if config.extra_trainer_options else ""
         raise ConfigError(f"Lightning refuses the training settings {chosen}{extra}: {error} Fix: change the "
                           "setting it names (see lightning.Trainer's documentation).") from error
+    if train_batches is not None and options.get("log_every_n_steps") is None and trainer.log_every_n_steps > 0:
+        # Set after construction: the number of processes is known once Lightning resolved the devices.
+        trainer.log_every_n_steps = log_interval(train_batches, trainer.world_size, config.limit_train_batches,
+                                                 trainer.log_every_n_steps)
+    return trainer
+
+
+def log_interval(train_batches: int, processes: int = 1, limit_train_batches: float | int | None = None,
+                 default: int = 50) -> int:
+    """Lightning's ``log_every_n_steps`` for an epoch of ``train_batches`` batches: at most one epoch.
+
+    Lightning logs the training loss every ``default`` (50) steps and warns when an epoch has
+    fewer batches; a small data set then writes ``train_loss`` once every few epochs, if at
+    all. The interval is lowered to a lower bound of the batches one process trains per epoch
+    (its share under DDP, cut by ``limit_train_batches``), so every epoch logs at least once;
+    epochs of 50 batches or more keep Lightning's interval.
+    """
+    batches = max(1, train_batches // max(1, processes))
+    if isinstance(limit_train_batches, int):
+        batches = min(batches, limit_train_batches)
+    elif isinstance(limit_train_batches, float):
+        batches = int(batches * limit_train_batches)
+    return max(1, min(default, batches))
 
 
 def load_checkpoint(path: str | os.PathLike, *, mmap: bool = False) -> Any:
@@ -403,3 +477,38 @@ def lightning_messages(show: bool) -> Iterator[None]:
     finally:
         for each, level in zip(loggers, levels, strict=True):
             each.setLevel(level)
+
+
+# Lightning 2.6.6 (the newest release) builds torch.utils._pytree.LeafSpec() each time it
+# flattens the dataloaders of fit/validate/test/predict, and torch 2.13 deprecates that class:
+# a FutureWarning on every call that says nothing about the run.
+_LEAF_SPEC_MESSAGE = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
+_LEAF_SPEC_MODULE = r"(lightning\.pytorch|pytorch_lightning)\.utilities\._pytree\Z"
+_FEW_WORKERS_MESSAGE = r"The '\w+' does not have many workers which may be a bottleneck"
+_NOT_EMPTY_MESSAGE = r"Checkpoint directory .* exists and is not empty\."
+
+
+@contextlib.contextmanager
+def lightning_warnings(*, num_workers: int = 0, resuming: bool = False) -> Iterator[None]:
+    """Around one Lightning call (``fit``, ``validate``, ``test``, ``predict``): leave out the
+    warnings that are wrong for this package's runs; every other warning goes through.
+
+    * Lightning's LeafSpec use, deprecated by torch (see ``_LEAF_SPEC_MESSAGE``): not ours
+      to fix, and no Lightning release without it exists yet.
+    * "does not have many workers", when ``num_workers`` is 0: Lightning suggests worker
+      processes on any machine with more than two cores, but the windows are indexed in
+      memory and workers make loading 6 to 10 times slower (benchmarks/README.md), so 0 is
+      the measured default. A user who chose 1 worker still gets the hint.
+    * "Checkpoint directory ... exists and is not empty", when ``resuming`` from a checkpoint
+      of that directory: a resumed run is expected to find its own checkpoints there.
+
+    Only these messages, with their category, and only inside the call: no global filter.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LEAF_SPEC_MESSAGE, category=FutureWarning,
+                                module=_LEAF_SPEC_MODULE)
+        if num_workers == 0:
+            warnings.filterwarnings("ignore", message=_FEW_WORKERS_MESSAGE, category=PossibleUserWarning)
+        if resuming:
+            warnings.filterwarnings("ignore", message=_NOT_EMPTY_MESSAGE, category=UserWarning)
+        yield

@@ -150,6 +150,7 @@ WRONG = {
     "choice": (3, None, True, ["gelu"]),
     "choice_or_none": (3, True, ["gelu"]),
     "text": (3, None, ""),
+    "text_or_none": (3, ""),
     "ints_or_none": ("3", 3, (2, "1"), (2, 1.5), (True,)),
     "dict": ("factor=3", [("factor", 3)], None),
 }
@@ -184,7 +185,7 @@ FIELDS = {
         "seed": "int", "eval_batch_size": "int_or_none", "features": "choice", "time_encoding": "choice",
         "predict_split": "choice", "fill_nan": "choice_or_none", "allow_irregular": "bool",
         "allow_duplicates": "bool", "drop_last_train": "bool", "pin_memory": "bool",
-        "persistent_workers": "bool_or_none", "date_column": "text",
+        "persistent_workers": "bool_or_none", "date_column": "text_or_none",
     }),
 }
 CASES = [

@@ -99,7 +99,7 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
     # 70/10/20 of 300 rows: the test rows [240, 300) plus a 32-row lookback -> 92 - 40 + 1 windows
     assert set(report["n_windows"]) == {53}
     assert "over 53 test windows" in out and "mse" in out
-    expected = Forecaster.load(workdir / "run").evaluate(workdir / "toy.csv")
+    expected = Forecaster.load(workdir / "run").evaluate(workdir / "toy.csv", detail=True)
     assert list(report.columns) == list(expected.columns)
     np.testing.assert_allclose(report["value"].to_numpy(), expected["value"].to_numpy(), rtol=1e-12)
 
@@ -124,8 +124,22 @@ def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["model"]["d_model"] == 8 and printed["trainer"]["max_epochs"] == 3
     assert printed["data"]["split"] == [0.6, 0.2, 0.2] and printed["seed"] == 4
-    assert printed["data"]["target"] == "OT"  # default filled in
+    assert printed["data"]["target"] is None  # default filled in: a plain CSV has no registered target
     assert not (workdir / "runs").exists()  # printing trains nothing
+
+
+def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys):
+    """Unquoted YAML dates arrive as datetime.date: they split, and the saved config keeps them as text."""
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--data.split", "[2022-03-10, 2022-03-12]"]) == 0
+    config = load_config("tiny.yaml", ["--data.split", "[2022-03-10, 2022-03-12]"])
+    assert Forecaster.load(workdir / "run").evaluate("toy.csv", split=config.split).attrs["n_windows"] == (
+        ROWS - 11 * 24 - PRED_LEN + 1)  # the test block starts on March 12, the 12th day
+    assert "2022-03-10T00:00:00" in (workdir / "run" / "config.json").read_text()
+    capsys.readouterr()
+    assert main(["splits", "toy.csv", "--seq-len", "32", "--label-len", "16", "--pred-len", "8",
+                 "--split", "2022-03-10", "2022-03-12"]) == 0
+    out = capsys.readouterr().out
+    assert "split dates" in out and "2022-03-12 00:00:00" in out
 
 
 def test_bad_options_fail_with_the_fix_and_no_traceback(workdir, capsys):
@@ -237,3 +251,24 @@ def test_demo_prints_the_splits_and_a_report_of_four_models(workdir, capsys):
     assert [line.split()[0] for line in table[1:]] == ["naive", "seasonal_naive", "dlinear", "informer"]
     assert {line.split()[5] for line in table[1:]} == {"37"}
     assert all(np.isfinite(float(value)) for line in table[1:] for value in line.split()[1:5])
+
+
+def test_demo_val_batches_caps_validation_only(workdir, monkeypatch, capsys):
+    """--val-batches (the offline ETTh1 demo test uses it) reaches every model's Trainer; the test report stays whole."""
+    import forecast.api
+
+    given: list[dict] = []
+
+    class Recording(forecast.api.Forecaster):
+        def __init__(self, *args, **options):
+            given.append(options)
+            super().__init__(*args, **options)
+
+    monkeypatch.setattr(forecast.api, "Forecaster", Recording)
+    assert main(["demo", "--data", "toy.csv", "--train-batches", "2", "--val-batches", "1"]) == 0
+    assert len(given) == 4 and all(options["limit_val_batches"] == 1 for options in given)
+    table = capsys.readouterr().out.strip().splitlines()[-4:]
+    assert {line.split()[5] for line in table} == {"37"}  # every test window still scored
+    given.clear()
+    assert main(["demo", "--data", "toy.csv", "--train-batches", "2"]) == 0
+    assert all("limit_val_batches" not in options for options in given)  # default: Lightning's, all batches

@@ -18,6 +18,7 @@ from forecast import datasets
 from forecast.data import WindowDataModule, describe_splits, time_features
 from forecast.data.dataset import ITEM_KEYS
 from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
+from forecast.training import lightning_warnings
 
 
 def make_frame(n: int = 200, columns=("a", "OT", "c"), freq: str = "h", start: str = "2021-01-01", seed: int = 0):
@@ -29,7 +30,7 @@ def make_frame(n: int = 200, columns=("a", "OT", "c"), freq: str = "h", start: s
 
 
 def make_module(frame=None, **kwargs) -> WindowDataModule:
-    options = {"seq_len": 12, "label_len": 6, "pred_len": 4, "batch_size": 7}
+    options = {"seq_len": 12, "label_len": 6, "pred_len": 4, "batch_size": 7, "target": "OT"}
     options.update(kwargs)
     return WindowDataModule(make_frame() if frame is None else frame, **options)
 
@@ -49,13 +50,14 @@ def stack(loader) -> dict[str, torch.Tensor]:
         ({"seq_len": 4, "label_len": 5}, "label_len"),
         ({"pred_len": 2.5}, "pred_len"),
         ({"features": "X"}, "features"),
-        ({"features": "S", "target": None}, "target"),
         ({"time_encoding": "sinusoid"}, "time_encoding"),
         ({"batch_size": 0}, "batch_size"),
         ({"num_workers": -1}, "num_workers"),
         ({"freq": "every hour"}, "offset alias"),
         ({"split": "weird"}, "split"),
         ({"split": (0.5, 0.1, 0.1)}, "sum to 1"),
+        ({"split": ("2021-03-01", "2021-01-01")}, "before the test border"),
+        ({"date_column": ""}, "date_column"),
         ({"fill_nan": "mean"}, "fill_nan"),
         ({"columns": "a"}, "columns"),
         ({"predict_split": "future"}, "predict_split"),
@@ -70,7 +72,7 @@ def test_invalid_arguments_raise_config_error(kwargs, match):
 
 
 def test_data_must_be_a_frame_a_path_or_a_registered_name(tmp_path):
-    with pytest.raises(ConfigError, match="DataFrame, a CSV path"):
+    with pytest.raises(ConfigError, match="DataFrame, a Series indexed by timestamps, a CSV path"):
         WindowDataModule(123, 12, 6, 4)
     with pytest.raises(ConfigError, match="neither a registered dataset"):
         WindowDataModule("no_such_dataset", 12, 6, 4).setup()
@@ -93,6 +95,34 @@ def test_variables_in_model_order_and_item_shapes(features, inputs, outputs):
     assert item["x"].shape == (12, dm.c_in) and item["y"].shape == (10, dm.c_in)
     assert item["x_mark"].shape == (12, 4) and item["y_mark"].shape == (10, 4)
     assert all(t.dtype == torch.float32 for t in item.values())
+
+
+@pytest.mark.parametrize(("features", "inputs", "outputs"),
+                         [("M", ["a", "OT", "c"], ["a", "OT", "c"]), ("S", ["c"], ["c"]), ("MS", ["a", "OT", "c"], ["c"])])
+def test_without_a_target_a_plain_table_keeps_its_order_or_forecasts_its_last_column(features, inputs, outputs):
+    dm = make_module(features=features, target=None)
+    assert dm.input_columns == inputs and dm.output_columns == outputs
+    assert dm.prepare_options["target"] == (None if features == "M" else "c")
+
+
+def test_a_series_and_a_time_indexed_frame_give_the_windows_of_the_frame():
+    frame = make_frame()
+    expected = stack(make_module(frame).test_dataloader())
+    indexed = stack(make_module(frame.set_index("date")).test_dataloader())
+    for key in ITEM_KEYS:
+        torch.testing.assert_close(indexed[key], expected[key])
+    single = make_module(frame.set_index("date")["OT"], features="S", target=None)
+    assert single.input_columns == ["OT"]
+    torch.testing.assert_close(stack(single.test_dataloader())["y"], expected["y"][..., -1:])
+
+
+def test_a_date_split_cuts_the_windows_at_its_borders():
+    dm = make_module(split=("2021-01-05 00:00", "2021-01-07 12:00"))
+    assert dm.split_protocol == "dates"
+    assert dm.dates[dm.borders["train"][1] - 1] == pd.Timestamp("2021-01-04 23:00")
+    first_val, first_test = dm.forecast_timestamps("val")[0, 0], dm.forecast_timestamps("test")[0, 0]
+    assert (first_val, first_test) == (np.datetime64("2021-01-05T00:00"), np.datetime64("2021-01-07T12:00"))
+    assert dm.borders["test"][1] == dm.n_rows
 
 
 def test_fixed_encoding_exposes_field_sizes():
@@ -286,8 +316,9 @@ def test_lightning_trainer_consumes_the_module():
         max_steps=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
         enable_model_summary=False, accelerator="cpu", devices=1,
     )
-    trainer.fit(model, datamodule=dm)
-    predictions = trainer.predict(model, datamodule=dm)
+    with lightning_warnings():  # the calls' warnings the library leaves out too
+        trainer.fit(model, datamodule=dm)
+        predictions = trainer.predict(model, datamodule=dm)
     assert sum(len(p) for p in predictions) == dm.split_sizes["test"]
 
 
@@ -420,3 +451,23 @@ def test_validation_options_reach_the_series():
     gappy = frame.drop(index=[30]).reset_index(drop=True)
     assert make_module(gappy, allow_irregular=True, fill_nan="ffill").freq == "h"
     assert make_module(frame.drop(columns=["c"]), fill_nan="ffill", columns=["OT"]).input_columns == ["OT"]
+
+
+@pytest.mark.parametrize("features", ["S", "MS"])
+def test_a_registered_dataset_brings_its_own_target(features):
+    """ETTh1's target is OT although its last column is OT only by the file's order: moved, it stays OT."""
+    frame = datasets.load("ETTh1")
+    moved = frame[["date", "OT", *[c for c in frame.columns if c not in ("date", "OT")]]]
+    moved.attrs.update(frame.attrs)
+    dm = WindowDataModule(moved, 96, 48, 24, features=features)
+    assert dm.output_columns == ["OT"] and dm.split_protocol == "ett_hour"
+
+
+def test_a_file_named_like_a_benchmark_but_different_says_so(tmp_path, caplog):
+    path = tmp_path / "ETTh1.csv"
+    make_frame().to_csv(path, index=False)
+    with caplog.at_level(logging.WARNING, logger="forecast.data.datamodule"):
+        dm = make_module(path)
+        dm.setup()
+    assert dm.split_protocol == "ratio"
+    assert "named like dataset ETTh1 but its bytes differ" in caplog.text and "split='ett_hour'" in caplog.text

@@ -69,8 +69,15 @@ def gap_at_row_9() -> pd.DataFrame:
 
 # (case id, frame builder, prepare_series kwargs, error, substrings the message must hold)
 BAD_INPUT = [
-    ("no date column", lambda: make_frame().rename(columns={"date": "when"}), {},
+    ("no date column", lambda: make_frame().rename(columns={"date": "when"}), {"date_column": "date"},
      MissingDateColumnError, ["'date'", "'when'", "date_column="]),
+    ("no timestamps", lambda: make_frame().drop(columns="date"), {},
+     MissingDateColumnError, ["no column holds timestamps", "'OT'", "date_column="]),
+    ("two date columns", lambda: make_frame().assign(end=lambda f: f["date"].astype(str)), {},
+     MissingDateColumnError, ["'date'", "'end'", "date_column="]),
+    ("mixed date formats", lambda: make_frame().assign(
+        date=lambda f: f["date"].dt.strftime("%Y-%m-%d %H:%M").where(f.index != 5, "01/06/2021")), {},
+     UnparsableDateError, ["row 5", "'01/06/2021'", "mixes date formats", "format="]),
     ("unparsable date", with_value("date", 3, "not a date"), {},
      UnparsableDateError, ["row 3", "'not a date'", "Fix"]),
     ("empty date", with_value("date", 4, None), {},
@@ -183,19 +190,114 @@ def test_columns_keep_table_order_with_target_last(features, expected_in, expect
     assert series.values.dtype == np.float64
 
 
-def test_target_none_keeps_order_for_m_only():
-    frame = make_frame(columns=("x", "y"))
-    assert prepare_series(frame, target=None).input_columns == ("x", "y")
+def test_without_a_target_m_keeps_every_column_in_order():
+    frame = make_frame(columns=("x", "y", "OT", "z"))
+    series = prepare_series(frame)
+    assert series.input_columns == series.output_columns == ("x", "y", "OT", "z")
+    assert series.target is None
     with pytest.raises(UnknownTargetError, match="target=None"):
-        prepare_series(frame, target="OT")
+        prepare_series(frame, target="load")
+
+
+@pytest.mark.parametrize("features", ["S", "MS"])
+def test_without_a_target_s_and_ms_forecast_the_last_numeric_column(features, caplog):
+    frame = make_frame(columns=("x", "y")).assign(site="north")  # the last column is text
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"):
+        series = prepare_series(frame, features=features, columns=["x", "y"] if features == "MS" else None)
+    assert series.target == "y" and series.output_columns == ("y",)
+    assert series.input_columns == (("y",) if features == "S" else ("x", "y"))
+    assert "target 'y' (the last numeric column" in caplog.text
+
+
+def test_without_a_target_and_no_numeric_column_s_names_the_fix():
+    frame = make_frame(columns=()).assign(site="north")
+    with pytest.raises(NonNumericColumnError, match="target="):
+        prepare_series(frame, features="S")
 
 
 def test_single_target_ignores_other_non_numeric_columns():
     frame = make_frame().assign(site="north")
     with pytest.raises(NonNumericColumnError, match="'site'"):
         prepare_series(frame)
-    assert prepare_series(frame, features="S").input_columns == ("OT",)
-    assert prepare_series(frame, columns=["a"]).input_columns == ("a", "OT")  # target always kept
+    assert prepare_series(frame, features="S", target="OT").input_columns == ("OT",)
+    assert prepare_series(frame, columns=["a"]).input_columns == ("a",)
+    assert prepare_series(frame, columns=["a"], target="OT").input_columns == ("a", "OT")  # target always kept
+
+
+# ------------------------------------------------------------ the time axis
+
+
+def test_the_one_timestamp_column_is_found_and_named_in_the_log(caplog):
+    frame = make_frame().rename(columns={"date": "when"})
+    frame["when"] = frame["when"].astype(str)  # as read from a CSV
+    frame = frame[["a", "when", "b", "OT"]]
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"):
+        series = prepare_series(frame)
+    assert series.date_column == "when" and series.input_columns == ("a", "b", "OT")
+    assert "date column 'when'" in caplog.text
+
+
+def test_a_text_column_that_is_no_date_is_not_taken_for_one():
+    frame = make_frame().assign(site="north", code=["1"] * 24)
+    series = prepare_series(frame, columns=["a"])
+    assert series.date_column == "date"
+
+
+def test_a_frame_indexed_by_time_and_a_series_are_accepted(caplog):
+    frame = make_frame()
+    indexed = frame.set_index("date")
+    expected = prepare_series(frame)
+    for data, kwargs in ((indexed, {}), (indexed, {"date_column": "date"}), (indexed.rename_axis(None), {})):
+        series = prepare_series(data, **kwargs)
+        np.testing.assert_array_equal(series.values, expected.values)
+        assert series.dates.equals(expected.dates) and series.input_columns == expected.input_columns
+    assert prepare_series(indexed).date_column == "date"
+    named = prepare_series(indexed["b"])
+    assert named.input_columns == ("b",) and named.dates.equals(expected.dates)
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"):
+        unnamed = prepare_series(indexed["b"].rename(None), features="S")
+    assert unnamed.input_columns == ("value",) and unnamed.target == "value"
+    assert "no name" in caplog.text
+
+
+def test_a_named_date_column_that_is_absent_is_an_error_even_with_a_time_index():
+    indexed = make_frame().set_index("date")
+    with pytest.raises(MissingDateColumnError, match="date_column=None"):
+        prepare_series(indexed, date_column="timestamp")
+
+
+def test_a_series_without_timestamps_is_refused():
+    with pytest.raises(MissingDateColumnError, match="<Series>.*DatetimeIndex"):
+        prepare_series(pd.Series([1.0, 2.0, 3.0], name="load"))
+
+
+def test_other_data_types_are_refused():
+    with pytest.raises(DataError, match="data of type list"):
+        prepare_series([1.0, 2.0])  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------- CSV headers as written
+
+
+def test_repeated_header_names_are_refused_not_renamed(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("date,b,b,OT\n2021-01-01 00:00,1,2,3\n2021-01-01 01:00,1,2,3\n")
+    with pytest.raises(DuplicateColumnError, match=r"dup.csv.*\['b'\].*\['b', 'b.1'\]"):
+        prepare_series(path)
+
+
+def test_an_unnamed_index_column_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "indexed.csv"
+    make_frame().to_csv(path)  # index=True writes an unnamed first column
+    with pytest.raises(CsvReadError, match=r"indexed.csv.*\[1\].*'Unnamed: 0'.*index=False"):
+        prepare_series(path)
+
+
+def test_rows_longer_than_the_header_are_refused(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("date,a\n2021-01-01 00:00,1,2\n2021-01-01 01:00,1,2\n")
+    with pytest.raises(CsvReadError, match="long.csv.*3 fields but the header has 2"):
+        prepare_series(path)
 
 
 def test_numeric_strings_and_booleans_in_a_dataframe_are_converted():
@@ -239,14 +341,22 @@ def test_duplicates_opt_in_keeps_every_row_and_is_not_counted_as_irregular():
     assert series.n_rows == 24 and series.freq.freqstr == "h"
 
 
-def test_mixed_date_formats_are_parsed_row_by_row(caplog):
+def test_iso_8601_variants_parse_without_a_word(caplog):
     frame = make_frame(n=5)
-    frame["date"] = ["2021-01-01 00:00", "2021/01/01 01:00", "2021-01-01 02:00", "2021-01-01T03:00", "2021-01-01 04:00"]
+    frame["date"] = ["2021-01-01 00:00", "2021-01-01T01:00", "2021-01-01 02:00", "2021-01-01T03:00:00", "2021-01-01 04:00"]
     with caplog.at_level(logging.WARNING, logger="forecast.data.io"):
         series = prepare_series(frame)
     expected = pd.date_range("2021-01-01", periods=5, freq="h")
     np.testing.assert_array_equal(series.dates.to_numpy(), expected.to_numpy())
-    assert "mixes formats" in caplog.text
+    assert caplog.text == ""
+
+
+def test_day_and_month_are_never_guessed_row_by_row():
+    """Row by row, '01/02/2021' would read as January 2 and '13/02/2021' as February 13."""
+    frame = make_frame(n=3, freq="D")
+    frame["date"] = ["01/02/2021", "13/02/2021", "14/02/2021"]
+    with pytest.raises(UnparsableDateError, match=r"'%m/%d/%Y', but row 1 holds '13/02/2021' \(2 such rows\)"):
+        prepare_series(frame)
 
 
 def test_time_zone_aware_dates_are_kept():

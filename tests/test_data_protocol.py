@@ -13,12 +13,7 @@ from sklearn.preprocessing import StandardScaler
 
 from forecast import datasets
 from forecast.data import WindowDataModule
-from forecast.errors import DuplicateTimestampError
-
-pytestmark = pytest.mark.skipif(
-    not os.environ.get(datasets.DATA_DIR_ENV),
-    reason=f"{datasets.DATA_DIR_ENV} is unset: the benchmark CSVs are not available (CI sets it)",
-)
+from forecast.errors import DatasetUnavailableError, DuplicateTimestampError
 
 SEQ_LEN, LABEL_LEN = 96, 48
 
@@ -37,9 +32,26 @@ PROTOCOL = [
 ]
 
 
+class LocalFrames(dict):
+    """The registered frames, loaded on first use without a download.
+
+    ETTh1 ships inside the package, so its tests always run; a dataset with no local copy
+    skips its test while the mirror is unset (CI sets it, and then a missing file fails).
+    """
+
+    def __missing__(self, name: str) -> pd.DataFrame:
+        try:
+            self[name] = datasets.load(name, download=False)
+        except DatasetUnavailableError:
+            if os.environ.get(datasets.DATA_DIR_ENV):
+                raise
+            pytest.skip(f"{datasets.DATA_DIR_ENV} is unset and {name} has no local copy (CI sets it)")
+        return self[name]
+
+
 @pytest.fixture(scope="module")
-def frames() -> dict[str, pd.DataFrame]:
-    return {name: datasets.load(name, download=False) for name, *_ in PROTOCOL}
+def frames() -> LocalFrames:
+    return LocalFrames()
 
 
 @pytest.mark.parametrize(("name", "pred_len", "owned_ends", "counts"), PROTOCOL, ids=[p[0] for p in PROTOCOL])

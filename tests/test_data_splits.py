@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
+
+import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from forecast.data.splits import (
     SPLIT_PROTOCOLS,
+    DateSplit,
     FractionSplit,
     RowSplit,
     resolve_split,
@@ -103,7 +108,9 @@ def test_resolve_split_names_the_kind():
 
 @pytest.mark.parametrize(
     "bad",
-    ["weekly", (0.7, 0.2, 0.2), (0.7, 0.3), (300, 200, 400), (0, 10, 20), (0.5, -0.1, 0.6), 7, (0.7, True, 0.3)],
+    ["weekly", (0.7, 0.2, 0.2), (0.7, 0.3), (300, 200, 400), (0, 10, 20), (0.5, -0.1, 0.6), 7, (0.7, True, 0.3),
+     ("2021-03-01", "2021-02-01"), ("2021-02-01", "2021-02-01"), ("2021-02-01", "not a date"),
+     ("2021-02-01", "2021-03-01", "2021-04-01"), ("2021-02-01T00:00+01:00", "2021-03-01")],
 )
 def test_invalid_split_specs_raise_config_error(bad):
     with pytest.raises(ConfigError, match="Fix"):
@@ -114,3 +121,58 @@ def test_window_count_is_never_negative():
     assert window_count(120, 96, 24) == 1
     assert window_count(119, 96, 24) == 0
     assert window_count(10, 96, 24) == 0
+
+
+# ------------------------------------------------------------------ date borders
+
+HOURS = pd.date_range("2021-01-01", periods=24 * 90, freq="h")  # 90 days, hourly
+
+
+@given(val_day=st.integers(10, 50), test_gap=st.integers(5, 30), hour=st.integers(0, 23))
+def test_date_borders_are_where_val_and_test_start(val_day, test_gap, hour):
+    """Train owns every row before the first border, val the rows up to the second, test the rest."""
+    val_start = HOURS[0] + pd.Timedelta(days=val_day, hours=hour)
+    test_start = val_start + pd.Timedelta(days=test_gap)
+    borders = split_borders(len(HOURS), 24, 12, (str(val_start), str(test_start)), dates=HOURS)
+    train_end, val_end = borders["val"][0] + 24, borders["test"][0] + 24  # owned starts, after the lookback
+    assert borders["train"] == (0, train_end) and borders["test"][1] == len(HOURS)
+    assert HOURS[train_end - 1] < val_start == HOURS[train_end]
+    assert HOURS[val_end - 1] < test_start == HOURS[val_end]
+
+
+def test_date_borders_need_not_fall_on_a_timestamp_and_take_any_date_type():
+    daily = pd.date_range("2021-01-01", periods=100, freq="D")
+    expected = split_borders(100, 7, 3, (60, 80, 100))
+    for borders in (("2021-03-01 12:00", "2021-03-21 06:00"), (datetime.date(2021, 3, 2), pd.Timestamp("2021-03-22")),
+                    (np.datetime64("2021-03-02"), datetime.datetime(2021, 3, 22)), DateSplit("2021-03-02", "2021-03-22")):
+        assert split_borders(100, 7, 3, borders, dates=daily) == expected
+    assert resolve_split(("2021-03-02", "2021-03-22"))[0] == "dates"
+
+
+def test_date_borders_take_the_series_time_zone():
+    zoned = pd.date_range("2021-01-01", periods=100, freq="D", tz="America/New_York")
+    naive = split_borders(100, 7, 3, ("2021-03-02", "2021-03-22"), dates=zoned)
+    assert naive == split_borders(100, 7, 3, (60, 80, 100))
+    utc = split_borders(100, 7, 3, ("2021-03-02T05:00+00:00", "2021-03-22T04:00+00:00"), dates=zoned)
+    assert utc == naive
+    with pytest.raises(ConfigError, match="time zone"):
+        split_borders(100, 7, 3, ("2021-03-02T05:00+00:00", "2021-03-22T04:00+00:00"), dates=zoned.tz_localize(None))
+
+
+@pytest.mark.parametrize(
+    ("borders", "message"),
+    [(("2020-06-01", "2021-03-01"), "no train rows"), (("2021-02-01", "2021-06-01"), "no test rows"),
+     (("2021-02-01 01:00", "2021-02-01 02:00"), "no row falls between"), (("2021-01-03", "2021-02-01"), "train split")],
+)
+def test_date_borders_outside_the_series_name_its_span(borders, message):
+    daily = pd.date_range("2021-01-01", periods=100, freq="D")
+    with pytest.raises(SeriesTooShortError, match=message) as caught:
+        split_borders(100, 7, 3, borders, dates=daily, source="sales.csv")
+    assert "sales.csv" in str(caught.value)
+    if message != "train split":
+        assert "2021-01-01" in str(caught.value) and "Fix" in str(caught.value)
+
+
+def test_a_date_split_without_dates_is_a_config_error():
+    with pytest.raises(ConfigError, match="timestamps"):
+        split_borders(100, 7, 3, ("2021-03-02", "2021-03-22"))

@@ -26,6 +26,7 @@ from forecast.data.sampling import EpochShuffleSampler, eval_sampler
 from forecast.errors import ConfigError
 from forecast.models import DataSpec, build_model
 from forecast.module import ForecastModule
+from forecast.training import lightning_warnings
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "ddp_fit.py"
 # 293 hourly rows at 24/12/6 with the 70/10/20 split: 176 train windows (11 steps of 16,
@@ -109,7 +110,8 @@ def test_test_metric_states_are_shaped_before_the_first_batch():
     shapes = StateShapes()
     module = ForecastModule(build_model("naive", DataSpec.from_datamodule(datamodule)))
     trainer = L.Trainer(callbacks=[shapes], logger=False, enable_progress_bar=False, enable_model_summary=False)
-    trainer.test(module, datamodule=datamodule, verbose=False)
+    with lightning_warnings():  # the call's warnings the library leaves out too
+        trainer.test(module, datamodule=datamodule, verbose=False)
     assert shapes.shapes and all(shape[-2:] == (5, 1) for shape in shapes.shapes.values()), shapes.shapes
 
 

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from forecast import metrics
 from forecast.errors import ConfigError, DataError
+from forecast.training import lightning_warnings
 
 POINT_FUNCTIONS = {
     "mse": metrics.mse,
@@ -423,7 +424,8 @@ def test_accumulator_in_a_lightning_test_loop() -> None:
         enable_checkpointing=False,
     )
     # batch_size 4 over 10 windows: batches of 4, 4, 2.
-    trainer.test(scorer, DataLoader(TensorDataset(pred, true), batch_size=4), verbose=False)
+    with lightning_warnings():  # the call's warnings the library leaves out too
+        trainer.test(scorer, DataLoader(TensorDataset(pred, true), batch_size=4), verbose=False)
     expected = metrics.point_summary(pred, true)
     assert scorer.summary is not None and scorer.summary.n_windows == 10
     assert scorer.summary.overall == pytest.approx(expected.overall, rel=1e-12)
@@ -442,11 +444,12 @@ def test_report_frame_shape_columns_and_pivots() -> None:
     frame = metrics.report({"original": original, "standardized": standardized}, variables=["a", "b", "OT"])
     assert list(frame.columns) == ["scale", "metric", "horizon", "variable", "value", "n_windows"]
     rows_per_metric = 1 + 4 + 3  # overall, P horizons, C variables
-    assert len(frame) == (8 + 5) * rows_per_metric
+    assert len(frame) == (8 + 3) * rows_per_metric  # MAPE and MSPE in original units only
+    assert set(frame.loc[frame["metric"].isin(["mape", "mspe"]), "scale"]) == {"original"}
     assert list(dict.fromkeys(frame["scale"])) == ["standardized", "original"]  # report order
     assert (frame["n_windows"] == 6).all()
     overall = frame[(frame["horizon"] == "all") & (frame["variable"] == "all")]
-    assert len(overall) == 13
+    assert len(overall) == 11
     row = frame[(frame["scale"] == "original") & (frame["metric"] == "mae") & (frame["horizon"] == 2)]
     assert row["value"].item() == pytest.approx(metrics.mae(pred, true, by="horizon")[1])
     row = frame[(frame["scale"] == "original") & (frame["metric"] == "mse") & (frame["variable"] == "OT")]
@@ -457,6 +460,9 @@ def test_report_frame_shape_columns_and_pivots() -> None:
     assert list(table.index) == [*metrics.POINT_METRICS, "rho_risk_0.5", "rho_risk_0.9", "coverage_0.8"]
     assert table.loc["mse", "standardized"] == pytest.approx(metrics.mse(pred, true) / 4)
     assert np.isnan(table.loc["rho_risk_0.5", "standardized"])  # not computed on that scale
+    assert np.isnan(table.loc["mape", "standardized"]) and table.loc["mape", "original"] == pytest.approx(
+        metrics.mape(pred, true))
+    assert table.attrs["n_windows"] == 6
     per_step = metrics.horizon_table(frame, "original")
     assert list(per_step.index) == [1, 2, 3, 4] and per_step.index.dtype == np.int64
     np.testing.assert_allclose(per_step["rmse"].to_numpy(), metrics.rmse(pred, true, by="horizon"))

@@ -11,7 +11,7 @@ from lightning.pytorch.callbacks import Callback
 from forecast.data import WindowDataModule
 from forecast.models import MODELS, DataSpec, build_model
 from forecast.module import ForecastModule
-from forecast.training import TrainingConfig, build_trainer, has_trainable_parameters
+from forecast.training import TrainingConfig, build_trainer, has_trainable_parameters, lightning_warnings
 
 TINY = {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0, "factor": 2}
 LOGSPARSE = {"d_model": 16, "n_heads": 2, "d_ff": 32, "dropout": 0.0}
@@ -51,9 +51,10 @@ def test_every_model_trains_and_scores_every_test_window(name, features):
     model = build_model(name, DataSpec.from_datamodule(dm), **OPTIONS[name])
     module = ForecastModule(model, learning_rate=1e-3)
     run = trainer(limit_train_batches=3, limit_val_batches=2)
-    if has_trainable_parameters(model):
-        run.fit(module, datamodule=dm)
-    metrics = run.test(module, datamodule=dm, verbose=False)[0]
+    with lightning_warnings():  # the calls' warnings the library leaves out too
+        if has_trainable_parameters(model):
+            run.fit(module, datamodule=dm)
+        metrics = run.test(module, datamodule=dm, verbose=False)[0]
     assert metrics["test_windows"] == len(dm.test_dataset)
     report = module.test_report
     assert set(report["scale"]) == {"standardized", "original"}
@@ -66,7 +67,8 @@ def test_every_model_trains_and_scores_every_test_window(name, features):
 def test_original_scale_metrics_match_an_independent_computation():
     dm = datamodule("MS", batch_size=5)
     module = ForecastModule(build_model("naive", DataSpec.from_datamodule(dm)))
-    metrics = trainer().test(module, datamodule=dm, verbose=False)[0]
+    with lightning_warnings():
+        metrics = trainer().test(module, datamodule=dm, verbose=False)[0]
     items = [dm.test_dataset[i] for i in range(len(dm.test_dataset))]
     truth = np.stack([item["y"][-8:, -1:].numpy() for item in items])
     naive = np.stack([np.repeat(item["x"][-1:, -1:].numpy(), 8, axis=0) for item in items])
@@ -83,8 +85,9 @@ def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
     model = build_model("logsparse", DataSpec.from_datamodule(dm), head="gaussian", **LOGSPARSE)
     module = ForecastModule(model, learning_rate=1e-3, n_samples=20)
     run = trainer(limit_train_batches=2, limit_val_batches=1)
-    run.fit(module, datamodule=dm)
-    first = run.test(module, datamodule=dm, verbose=False)[0]
+    with lightning_warnings():
+        run.fit(module, datamodule=dm)
+        first = run.test(module, datamodule=dm, verbose=False)[0]
     for name in ("rho_risk_0.5", "rho_risk_0.9", "coverage_0.8"):
         assert np.isfinite(first[f"test_{name}"]) and np.isfinite(first[f"test_{name}_orig"])
     assert 0.0 <= first["test_coverage_0.8"] <= 1.0
@@ -92,7 +95,8 @@ def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
     assert first["test_coverage_0.8"] == pytest.approx(first["test_coverage_0.8_orig"])
     metrics = set(module.test_report.metric)
     assert {"mse", "rho_risk_0.9", "coverage_0.8"} <= metrics
-    again = run.test(module, datamodule=dm, verbose=False)[0]
+    with lightning_warnings():
+        again = run.test(module, datamodule=dm, verbose=False)[0]
     assert again["test_rho_risk_0.9"] == first["test_rho_risk_0.9"]  # seeded sampling
 
 
@@ -102,16 +106,18 @@ def test_loss_falls_on_a_learnable_series():
     model = build_model("informer", DataSpec.from_datamodule(dm), **TINY)
     module = ForecastModule(model, learning_rate=3e-3, lr_schedule="none")
     run = trainer(max_epochs=4)
-    before = run.validate(module, datamodule=dm, verbose=False)[0]["val_loss"]
-    run.fit(module, datamodule=dm)
-    after = trainer().validate(module, datamodule=dm, verbose=False)[0]["val_loss"]
+    with lightning_warnings():
+        before = run.validate(module, datamodule=dm, verbose=False)[0]["val_loss"]
+        run.fit(module, datamodule=dm)
+        after = trainer().validate(module, datamodule=dm, verbose=False)[0]["val_loss"]
     assert after < 0.5 * before
 
 
 def test_predict_step_returns_original_units_with_timestamps():
     dm = datamodule("MS", batch_size=6)
     module = ForecastModule(build_model("naive", DataSpec.from_datamodule(dm)))
-    batches = trainer().predict(module, datamodule=dm)
+    with lightning_warnings():
+        batches = trainer().predict(module, datamodule=dm)
     stamps = np.concatenate([b["timestamps"] for b in batches])
     expected = dm.forecast_timestamps(dm.predict_split)
     np.testing.assert_array_equal(stamps, expected)
@@ -132,8 +138,9 @@ def test_learning_rate_schedules(schedule, expected):
         def on_train_epoch_start(self, trainer, pl_module):
             seen.append(trainer.optimizers[0].param_groups[0]["lr"])
 
-    trainer(max_epochs=3, limit_train_batches=1, limit_val_batches=1,
-            callbacks=[Record()]).fit(module, datamodule=dm)
+    with lightning_warnings():
+        trainer(max_epochs=3, limit_train_batches=1, limit_val_batches=1,
+                callbacks=[Record()]).fit(module, datamodule=dm)
     assert seen == pytest.approx(expected)
 
 
@@ -157,7 +164,8 @@ def test_compiled_training_matches_eager_and_keeps_plain_state_dict_keys():
     for callbacks in ([], [CompileModel(backend="eager")]):  # eager: the compile path without minutes of codegen
         torch.manual_seed(0)
         module = ForecastModule(build_model("informer", DataSpec.from_datamodule(dm), **TINY), learning_rate=1e-3)
-        trainer(limit_train_batches=2, limit_val_batches=1, callbacks=callbacks).fit(module, datamodule=dm)
+        with lightning_warnings():
+            trainer(limit_train_batches=2, limit_val_batches=1, callbacks=callbacks).fit(module, datamodule=dm)
         assert (module.model._compiled_call_impl is not None) == bool(callbacks)
         states.append(module.model.state_dict())
     assert states[0].keys() == states[1].keys()
@@ -172,8 +180,9 @@ def test_bf16_mixed_precision_trains_and_scores_every_window(name):
     torch.manual_seed(0)
     module = ForecastModule(build_model(name, DataSpec.from_datamodule(dm), **OPTIONS[name]), learning_rate=1e-3)
     run = trainer(limit_train_batches=2, limit_val_batches=1, precision="bf16-mixed")
-    run.fit(module, datamodule=dm)
-    metrics = run.test(module, datamodule=dm, verbose=False)[0]
+    with lightning_warnings():
+        run.fit(module, datamodule=dm)
+        metrics = run.test(module, datamodule=dm, verbose=False)[0]
     assert metrics["test_windows"] == len(dm.test_dataset)
     assert np.isfinite([metrics["test_mse"], metrics["test_mae"], metrics["test_mse_orig"]]).all()
     assert all(p.dtype == torch.float32 for p in module.parameters())  # autocast: weights stay float32
@@ -199,9 +208,11 @@ def test_lightnings_loggers_progress_bar_and_callbacks_work_unchanged(tmp_path):
     run = Trainer(max_epochs=2, limit_train_batches=3, limit_val_batches=2, log_every_n_steps=1,
                   logger=[csv, tensorboard], callbacks=[counter], enable_progress_bar=True,
                   enable_checkpointing=False, enable_model_summary=False)
-    run.fit(module, datamodule=dm)
+    with lightning_warnings():
+        run.fit(module, datamodule=dm)
     assert {"train_loss", "val_loss"} <= set(run.progress_bar_metrics)
-    run.test(module, datamodule=dm, verbose=False)
+    with lightning_warnings():
+        run.test(module, datamodule=dm, verbose=False)
     assert counter.batches == 6
     logged = pd.read_csv(f"{csv.log_dir}/metrics.csv")
     assert logged["train_loss"].notna().sum() == 6 and logged["val_loss"].notna().sum() == 2

@@ -194,7 +194,7 @@ def test_api_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(killed):
     assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
     assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
     assert_same_tensors(checkpoint_state(run_dir / "model.pt"), checkpoint_state(root / "api_reference" / "model.pt"))
-    pd.testing.assert_frame_equal(resumed.evaluate(), reference.evaluate(), check_exact=True)
+    pd.testing.assert_frame_equal(resumed.evaluate(detail=True), reference.evaluate(detail=True), check_exact=True)
     pd.testing.assert_frame_equal(resumed.predict(), reference.predict(), check_exact=True)
 
 

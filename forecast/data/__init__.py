@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from forecast._lazy import lazy_attributes
 from forecast.data.config import DataConfig
 from forecast.data.io import TimeSeries, prepare_series, read_csv
-from forecast.data.splits import SPLIT_PROTOCOLS, FractionSplit, RowSplit, split_borders, window_count
+from forecast.data.splits import SPLIT_PROTOCOLS, DateSplit, FractionSplit, RowSplit, split_borders, window_count
 from forecast.data.timefeatures import (
     TIME_ENCODINGS,
     calendar_fields,
@@ -27,6 +27,7 @@ __all__ = [
     "SPLIT_PROTOCOLS",
     "TIME_ENCODINGS",
     "DataConfig",
+    "DateSplit",
     "FractionSplit",
     "FutureBatch",
     "RowSplit",

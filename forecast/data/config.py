@@ -18,10 +18,12 @@ class DataConfig:
 
     ``seq_len`` L (lookback), ``label_len`` (decoder start tokens, ``<= seq_len``) and
     ``pred_len`` P (horizon). ``features``: ``'M'`` all variables in and out, ``'S'`` the
-    target alone, ``'MS'`` all in, the target out. ``split``: ``None`` (the registered
-    protocol of a known dataset, else ``'ratio'``), a protocol name, three fractions,
-    three integer row ends, or a ``RowSplit``/``FractionSplit``. ``drop_last_train``
-    defaults to ``False`` (every training window is used each epoch; the field drops the
+    target alone, ``'MS'`` all in, the target out. ``target=None``: a registered dataset's
+    own target, else every column as it is (``M``) or the last numeric column (``S``/``MS``).
+    ``date_column=None``: the DatetimeIndex, else the one column holding timestamps.
+    ``split``: ``None`` (the registered protocol of a known dataset, else ``'ratio'``), a
+    protocol name, three fractions, three integer row ends, two dates where val and test
+    start, or a ``RowSplit``/``FractionSplit``/``DateSplit``. ``drop_last_train`` defaults to ``False`` (every training window is used each epoch; the field drops the
     last partial batch: pass ``True`` to do the same). Val/test/predict loaders never drop
     or shuffle. ``test_split`` and ``predict_split`` name the windows the test and predict
     loaders serve (``'test'``; ``test_split='val'`` scores the validation windows with the
@@ -32,13 +34,13 @@ class DataConfig:
     label_len: int
     pred_len: int
     features: str = "M"
-    target: Hashable | None = "OT"
+    target: Hashable | None = None
     freq: str | None = None
     time_encoding: str = "timeF"
     batch_size: int = 32
     eval_batch_size: int | None = None
     num_workers: int = 0
-    date_column: str = "date"
+    date_column: str | None = None
     split: SplitLike | None = None
     allow_irregular: bool = False
     allow_duplicates: bool = False
@@ -61,8 +63,6 @@ class DataConfig:
                 "tokens are the end of the lookback, so pass label_len <= seq_len."
             )
         require_choice("features", self.features, FEATURES)
-        if self.target is None and self.features != "M":
-            raise ConfigError(f"target=None with features={self.features!r}; Fix: name the target column.")
         if self.freq is not None:
             parse_offset(self.freq)
         require_choice("time_encoding", self.time_encoding, TIME_ENCODINGS)
@@ -70,8 +70,11 @@ class DataConfig:
         require_int("eval_batch_size", self.eval_batch_size, 1, optional=True)
         require_int("num_workers", self.num_workers, 0)
         require_int("seed", self.seed, 0)
-        if not isinstance(self.date_column, str) or not self.date_column:
-            raise ConfigError(f"date_column={self.date_column!r}; Fix: pass the column name as a string.")
+        if self.date_column is not None and (not isinstance(self.date_column, str) or not self.date_column):
+            raise ConfigError(
+                f"date_column={self.date_column!r}; Fix: pass the column name as a string, or None to use the "
+                "DatetimeIndex or the one column holding timestamps."
+            )
         if self.split is not None:
             resolve_split(self.split)
         for name in ("allow_irregular", "allow_duplicates", "drop_last_train", "pin_memory"):

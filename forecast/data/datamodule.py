@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
-from forecast.data.io import DATAFRAME_SOURCE, TimeSeries, prepare_series
+from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader, eval_sampler
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
@@ -52,7 +52,7 @@ class FutureBatch(NamedTuple):
 
 @dataclass(frozen=True)
 class _Source:
-    data: pd.DataFrame | Path
+    data: pd.DataFrame | pd.Series | Path
     name: str
     info: registry.DatasetInfo | None
 
@@ -74,8 +74,8 @@ def _registered_frame_info(frame: pd.DataFrame) -> registry.DatasetInfo | None:
     name = frame.attrs.get(registry.DATASET_ATTR)
     info = registry.find(name) if isinstance(name, str) else None
     if info is not None and info.n_rows is not None and info.n_rows != len(frame):
-        logger.info(
-            "DataFrame is marked as dataset %s but has %d rows, not %d: treated as a plain table.",
+        logger.warning(
+            "DataFrame is marked as dataset %s but has %d rows, not %d: treated as a plain table (split 70/10/20).",
             info.name, len(frame), info.n_rows,
         )
         return None
@@ -90,7 +90,9 @@ def _registered_file_info(path: Path) -> registry.DatasetInfo | None:
     try:
         registry.verify_file(path, info)
     except ChecksumError:
-        logger.info("%s is named like dataset %s but differs from it: treated as a plain CSV.", path, info.name)
+        # A warning: the file gets the plain 70/10/20 split instead of the benchmark's protocol.
+        logger.warning("%s is named like dataset %s but its bytes differ: treated as a plain CSV (split 70/10/20, "
+                       "not %s). Pass split=%r to use the benchmark's borders.", path, info.name, info.split, info.split)
         return None
     return info
 
@@ -161,17 +163,17 @@ class WindowDataModule(L.LightningDataModule):
 
     def __init__(
         self,
-        data: pd.DataFrame | str | os.PathLike[str],
+        data: Table,
         seq_len: int,
         label_len: int,
         pred_len: int,
         features: str = "M",
-        target: Hashable | None = "OT",
+        target: Hashable | None = None,
         freq: str | None = None,
         time_encoding: str = "timeF",
         batch_size: int = 32,
         num_workers: int = 0,
-        date_column: str = "date",
+        date_column: str | None = None,
         split: SplitLike | None = None,
         allow_irregular: bool = False,
         fill_nan: str | None = None,
@@ -187,10 +189,10 @@ class WindowDataModule(L.LightningDataModule):
         persistent_workers: bool | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(data, (pd.DataFrame, str, os.PathLike)):
+        if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
             raise ConfigError(
-                f"data of type {type(data).__name__}; Fix: pass a DataFrame, a CSV path or a "
-                f"registered dataset name {registry.names()}."
+                f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a "
+                f"CSV path or a registered dataset name {registry.names()}."
             )
         self.config = DataConfig(
             seq_len=seq_len, label_len=label_len, pred_len=pred_len, features=features,
@@ -254,6 +256,8 @@ class WindowDataModule(L.LightningDataModule):
 
     def _resolve_source(self) -> _Source:
         data = self._data
+        if isinstance(data, pd.Series):
+            return _Source(data, "<Series>", None)
         if isinstance(data, pd.DataFrame):
             return _Source(data, DATAFRAME_SOURCE, _registered_frame_info(data))
         if isinstance(data, str) and registry.find(data) is not None:
@@ -282,7 +286,7 @@ class WindowDataModule(L.LightningDataModule):
         options: dict[str, Any] = {
             "date_column": cfg.date_column,
             "features": cfg.features,
-            "target": cfg.target,
+            "target": cfg.target if cfg.target is not None or info is None else info.target,
             "columns": cfg.columns,
             "freq": cfg.freq if cfg.freq is not None or info is None else info.freq,
             "allow_irregular": cfg.allow_irregular or (info is not None and info.has_gaps),
@@ -292,7 +296,8 @@ class WindowDataModule(L.LightningDataModule):
         series = prepare_series(source.data, **options)
         split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
         split_protocol, split = resolve_split(split_spec)
-        borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source)
+        borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source,
+                                dates=series.dates)
         train_start, train_end = borders["train"]
         columns, label = series.input_columns, series.source
         scaler = fit_scaler(series.values[train_start:train_end], columns, label)  # fit on [T_train, C]
@@ -303,7 +308,8 @@ class WindowDataModule(L.LightningDataModule):
             for name, (start, end) in borders.items()
         }
         self._prepared = _Prepared(
-            source=source, series=series, options={**options, "freq": series.freq},
+            source=source, series=series,
+            options={**options, "freq": series.freq, "target": series.target, "date_column": series.date_column},
             split_protocol=split_protocol, borders=borders, scaler=scaler, datasets=datasets,
             naive_dates=(series.dates.tz_localize(None) if series.dates.tz is not None else series.dates).to_numpy(),
         )
@@ -396,6 +402,16 @@ class WindowDataModule(L.LightningDataModule):
     def freq(self) -> str:
         """The pandas offset alias in use (given, registered or inferred)."""
         return self._state().series.freq.freqstr
+
+    @property
+    def prepare_options(self) -> dict[str, Any]:
+        """The :func:`~forecast.data.io.prepare_series` options that read this data, as resolved
+        (target, date column, frequency alias and the registered dataset's quirks): they
+        read new rows of the same series the same way."""
+        options = dict(self._state().options)
+        options["freq"] = self.freq
+        options["columns"] = list(options["columns"]) if options["columns"] is not None else None
+        return options
 
     @property
     def n_time_features(self) -> int:
@@ -497,7 +513,7 @@ class WindowDataModule(L.LightningDataModule):
 
     # -------------------------------------------------------------------- future
 
-    def future_batch(self, df: pd.DataFrame | str | os.PathLike[str] | None = None) -> FutureBatch:
+    def future_batch(self, df: Table | None = None) -> FutureBatch:
         """The input for forecasting the P steps after the last row of ``df`` (default: the data).
 
         The last ``seq_len`` rows are scaled with the fitted scaler (never refitted); the
@@ -521,7 +537,7 @@ class WindowDataModule(L.LightningDataModule):
         offset = series.freq
         x_dates = series.dates[-cfg.seq_len :]  # [L]
         future_index = pd.date_range(
-            start=x_dates[-1] + offset, periods=cfg.pred_len, freq=offset, name=cfg.date_column
+            start=x_dates[-1] + offset, periods=cfg.pred_len, freq=offset, name=state.series.date_column
         )  # [P]
         y_dates = x_dates[cfg.seq_len - cfg.label_len :].append(future_index)  # [label_len+P]
         x = standardize(state.scaler, series.values[-cfg.seq_len :], series.input_columns, series.source,
@@ -618,7 +634,7 @@ def describe_splits(dm: WindowDataModule) -> str:
     lines = [
         f"dataset {dm.dataset_name} ({dm.source}): {dm.n_rows} rows x {dm.c_in} variables, "
         f"freq {dm.freq}, {dates[0]} to {dates[-1]}",
-        f"features {cfg.features} (in {dm.c_in}, out {dm.c_out}; target {cfg.target!r}), "
+        f"features {cfg.features} (in {dm.c_in}, out {dm.c_out}; target {dm.prepare_options['target']!r}), "
         f"time encoding {cfg.time_encoding} (F={dm.n_time_features})",
         f"split {dm.split_protocol}; seq_len {cfg.seq_len}, label_len {cfg.label_len}, pred_len "
         f"{cfg.pred_len}; val/test rows include the {cfg.seq_len}-row lookback",

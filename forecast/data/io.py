@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Union
 
 import numpy as np
 import pandas as pd
+from pandas.tseries.api import guess_datetime_format
 from pandas.tseries.frequencies import to_offset
 
 from forecast.checks import require_choice
@@ -72,7 +74,9 @@ class TimeSeries:
     """A validated series: regular (unless allowed otherwise) timestamps and finite numbers.
 
     ``values`` holds the model's variables in model order: the table's column order with
-    the target moved last (``M``/``MS``), or the target alone (``S``).
+    the target moved last (``M``/``MS``), or the target alone (``S``). ``target`` is the
+    target column as resolved (``None``: ``M`` over every column with no target), and
+    ``date_column`` the name of the time axis: its column, or the DatetimeIndex's name.
     """
 
     source: str
@@ -81,6 +85,8 @@ class TimeSeries:
     input_columns: tuple[Hashable, ...]
     output_columns: tuple[Hashable, ...]
     freq: pd.DateOffset
+    target: Hashable | None = None
+    date_column: Hashable | None = None
 
     @property
     def n_rows(self) -> int:
@@ -100,10 +106,17 @@ def parse_offset(freq: str | pd.DateOffset) -> pd.DateOffset:
 
 
 def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV file as a table (no validation); unreadable files raise ``CsvReadError``."""
+    """Read a CSV file as a table whose columns are exactly the header's names.
+
+    pandas renames what it cannot use as it is: a repeated name ``b`` becomes ``b.1``, an
+    empty one ``Unnamed: 3``, and rows longer than the header turn their first fields
+    into the index. Each of those raises here instead of reaching a model under a name
+    the file does not hold. Unreadable files raise ``CsvReadError``.
+    """
     path = Path(path)
     try:
-        return pd.read_csv(path)
+        frame = pd.read_csv(path)
+        header = [] if frame.columns.empty else _raw_header(path)
     except FileNotFoundError as error:
         raise CsvReadError(f"{path}: no such file. Fix: check the path (it is read as CSV).") from error
     except IsADirectoryError as error:
@@ -118,6 +131,43 @@ def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
             f"{path}: cannot be parsed as a UTF-8 CSV table ({error}). Fix: save it as "
             "comma-separated UTF-8 text with one header line."
         ) from error
+    _check_header(path, header, frame)
+    return frame
+
+
+def _raw_header(path: Path) -> list[str]:
+    """The header line's fields as written (compressed files included)."""
+    first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+    return first.iloc[0].tolist()
+
+
+def _check_header(path: Path, header: list[str], frame: pd.DataFrame) -> None:
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        renamed = [column for column in frame.columns if str(column).split(".")[0] in repeated]
+        raise DuplicateColumnError(
+            f"{path}: the header names column(s) {repeated!r} more than once (pandas would read them as "
+            f"{renamed!r}). Fix: give every column its own name."
+        )
+    empty = [position for position, name in enumerate(header) if not name.strip()]
+    if empty:
+        hint = (
+            " The first column is unnamed, as in a file written by DataFrame.to_csv() with its index: save "
+            "it with to_csv(index=False)."
+            if empty[0] == 0 else ""
+        )
+        raise CsvReadError(
+            f"{path}: header field(s) {[p + 1 for p in empty]} (counting from 1) have no name, so their "
+            f"columns cannot be chosen or reported (pandas would call them "
+            f"{[frame.columns[p] for p in empty if p < len(frame.columns)]!r}). Fix: name every column, "
+            f"or delete the unnamed ones.{hint}"
+        )
+    if not isinstance(frame.index, pd.RangeIndex):
+        raise CsvReadError(
+            f"{path}: the data rows have {frame.index.nlevels + len(frame.columns)} fields but the header has "
+            f"{len(frame.columns)}, so pandas would turn the first field(s) into an index. Fix: give every "
+            "column a name in the header line (or remove trailing separators from the rows)."
+        )
 
 
 def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.DatetimeIndex:
@@ -147,14 +197,21 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.Datet
 def _mixes_time_zones(raw: pd.Series) -> bool:
     """Whether the values are timestamps that parse once converted to UTC (so only their zones differ)."""
     try:
-        return not pd.isna(pd.to_datetime(raw, utc=True)).any()
+        with warnings.catch_warnings():
+            # pandas warns when the first value gives no format; a probe's answer is True or False.
+            warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
+            return not pd.isna(pd.to_datetime(raw, utc=True)).any()
     except (ValueError, TypeError, OverflowError):
         return False
 
 
 def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.Series:
     try:
-        return pd.to_datetime(raw)
+        with warnings.catch_warnings():
+            # pandas warns when the first value gives no format (e.g. 'tomorrow'), then fails on it:
+            # the fallbacks below parse with explicit formats or report the row.
+            warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
+            return pd.to_datetime(raw)
     except (ValueError, TypeError, OverflowError) as strict_error:
         if _mixes_time_zones(raw):
             raise UnparsableDateError(
@@ -162,8 +219,12 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
                 "unzoned timestamps), so its steps are ambiguous. Fix: convert it to one zone first, e.g. "
                 "df[col] = pd.to_datetime(df[col], utc=True), then .dt.tz_convert(<zone>) if wanted."
             ) from strict_error
-        # The format inferred from the first row does not fit every row: parse row by row
-        # and report the rows that are no date at all.
+        # Variants of ISO 8601 ('2021-01-01 03:00', '2021-01-01T04:00') read one way only.
+        try:
+            return pd.to_datetime(raw, format="ISO8601")
+        except (ValueError, TypeError, OverflowError):
+            pass
+        # Rows that are no date in any format are reported by the caller, row by row.
         try:
             parsed = pd.to_datetime(raw, format="mixed", errors="coerce")
         except (ValueError, TypeError) as error:
@@ -171,49 +232,165 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
                 f"{origin.label}: date column {column!r} cannot be parsed ({error}). Fix: use one "
                 "timestamp format and one time zone (e.g. ISO 8601, converted to UTC)."
             ) from error
-        if not pd.isna(parsed).any():
-            logger.warning(
-                "%s: date column %r mixes formats (%s); parsed row by row.",
-                origin.label, column, strict_error,
+        if pd.isna(parsed[raw.notna()]).any():
+            return parsed
+        # Every row is a date, in more than one format. Refused: row by row, '01/02/2021'
+        # and '13/02/2021' would silently become January 2 and February 13.
+        raise UnparsableDateError(_mixed_format_message(raw, column, origin, strict_error)) from strict_error
+
+
+def _mixed_format_message(raw: pd.Series, column: Hashable, origin: Origin, error: Exception) -> str:
+    """Name the first row that does not follow the format of the first date."""
+    present = raw.dropna()
+    first = str(present.iloc[0]) if len(present) else ""
+    date_format = guess_datetime_format(first) if first else None
+    where = f"({error})"
+    if date_format is not None:
+        parsed = pd.to_datetime(raw, format=date_format, errors="coerce")
+        bad = np.flatnonzero((pd.isna(parsed) & raw.notna()).to_numpy())
+        if bad.size:
+            position = int(bad[0])
+            where = (
+                f"the first date {first!r} reads as {date_format!r}, but {origin.row(position, raw.index)} holds "
+                f"{raw.iloc[position]!r} ({bad.size} such rows)"
             )
-        return parsed
+    return (
+        f"{origin.label}: date column {column!r} mixes date formats: {where}. Guessing each row's format "
+        "could read day and month the wrong way round. Fix: write the dates in one format (ISO 8601, "
+        "e.g. 2021-01-31 23:00), or parse them first with pd.to_datetime(df[col], format=...)."
+    )
 
 
-def read_table(data: pd.DataFrame | str | os.PathLike[str]) -> tuple[pd.DataFrame, Origin]:
-    """A DataFrame as it is, or a CSV path read; with the origin used in messages."""
+Table = Union[pd.DataFrame, pd.Series, str, os.PathLike]
+"""What the package reads as a series: a DataFrame, a Series indexed by time, or a CSV path."""
+
+SERIES_COLUMN = "value"  # the variable's name for a pd.Series that has none
+
+
+def read_table(data: Table) -> tuple[pd.DataFrame, Origin]:
+    """A DataFrame as it is, a Series as a one-column frame, or a CSV path read; with the
+    origin used in messages."""
+    if isinstance(data, pd.Series):
+        return _series_frame(data), Origin("<Series>")
     if isinstance(data, pd.DataFrame):
         return data, Origin(DATAFRAME_SOURCE)
-    return read_csv(data), Origin.of_file(data)
+    if isinstance(data, (str, os.PathLike)):
+        return read_csv(data), Origin.of_file(data)
+    raise DataError(
+        f"data of type {type(data).__name__}. Fix: pass a DataFrame, a Series indexed by timestamps, or a CSV path."
+    )
+
+
+def _series_frame(series: pd.Series) -> pd.DataFrame:
+    if not isinstance(series.index, pd.DatetimeIndex):
+        raise MissingDateColumnError(
+            f"<Series>: its index is a {type(series.index).__name__}, not timestamps. Fix: index it by a "
+            "DatetimeIndex (series.index = pd.to_datetime(...)), or pass a DataFrame with a date column."
+        )
+    name = series.name
+    if name is None:
+        logger.info("<Series>: it has no name; its variable is called %r.", SERIES_COLUMN)
+        name = SERIES_COLUMN
+    return series.to_frame(name)
+
+
+_CONVENTIONAL_DATE_NAMES = ("date", "ds", "timestamp", "time", "datetime")
+
+
+def _looks_like_dates(column: pd.Series) -> bool:
+    """Whether a column holds timestamps: datetime values, or text whose first value parses as one.
+
+    The first value decides, so that a bad row later on is reported as such by
+    :func:`parse_dates` rather than hiding the column.
+    """
+    if pd.api.types.is_datetime64_any_dtype(column.dtype):
+        return True
+    if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+        return False
+    present = column.dropna()
+    if present.empty or not isinstance(present.iloc[0], str):
+        return False
+    with warnings.catch_warnings():
+        # pandas warns when it cannot infer a format; failing to parse is the answer here.
+        warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
+        warnings.filterwarnings("ignore", "Parsing dates in", UserWarning)
+        try:
+            pd.to_datetime(present.iloc[:1])
+        except (ValueError, TypeError, OverflowError):
+            return False
+    return True
+
+
+def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
+    """The one datetime-like column (``None``: the DatetimeIndex); else an error naming the candidates."""
+    candidates = [column for column in frame.columns if _looks_like_dates(frame[column])]
+    if isinstance(frame.index, pd.DatetimeIndex) and not candidates:
+        logger.info("%s: timestamps from the DatetimeIndex.", origin.label)
+        return None
+    if len(candidates) == 1:
+        logger.info("%s: date column %r (the only column holding timestamps).", origin.label, candidates[0])
+        return candidates[0]
+    if isinstance(frame.index, pd.DatetimeIndex):
+        raise MissingDateColumnError(
+            f"{origin.label}: both the DatetimeIndex and column(s) {candidates!r} hold timestamps. Fix: pass "
+            "date_column=<one of the columns>, or drop the date columns to use the index."
+        )
+    if candidates:
+        raise MissingDateColumnError(
+            f"{origin.label}: columns {candidates!r} all hold timestamps. Fix: name the time axis with "
+            "date_column=<one of them>."
+        )
+    named = [column for column in frame.columns if str(column).lower() in _CONVENTIONAL_DATE_NAMES]
+    if len(named) == 1:
+        return named[0]  # holds no timestamps: parse_dates says what is wrong with it
+    separators = [sep for sep in (";", "\t", "|") if len(frame.columns) == 1 and sep in str(frame.columns[0])]
+    hint = f" The header looks {separators[0]!r}-separated: save the file comma-separated." if separators else ""
+    raise MissingDateColumnError(
+        f"{origin.label}: no column holds timestamps; the columns are {list(frame.columns)!r}. Fix: pass "
+        f"date_column=<the name of the timestamp column>, or index the data by a DatetimeIndex.{hint}"
+    )
 
 
 def _extract_dates(
-    frame: pd.DataFrame, date_column: str, origin: Origin
-) -> tuple[pd.DatetimeIndex, list[Hashable]]:
-    """The parsed dates and the names of the other columns."""
+    frame: pd.DataFrame, date_column: Hashable | None, origin: Origin
+) -> tuple[pd.DatetimeIndex, list[Hashable], Hashable | None]:
+    """The parsed dates, the names of the other columns, and the name of the time axis (a column's, or
+    the DatetimeIndex's own name, which may be ``None``).
+
+    ``date_column=None`` finds the time axis: the DatetimeIndex, else the one column that
+    holds timestamps.
+    """
     if isinstance(frame.columns, pd.MultiIndex):
         raise DataError(
             f"{origin.label}: the columns have {frame.columns.nlevels} levels ({list(frame.columns)[:3]!r}...). "
             "Fix: flatten them to one level of names first, e.g. df.columns = ['_'.join(map(str, c)) for c in "
             "df.columns]."
         )
-    if list(frame.columns).count(date_column) > 1:
+    repeated = sorted(set(frame.columns[frame.columns.duplicated()]), key=str)
+    if repeated:
         raise DuplicateColumnError(
-            f"{origin.label}: the date column {date_column!r} appears more than once. Fix: rename or drop the "
-            "repeated columns."
+            f"{origin.label}: column(s) {repeated!r} appear more than once. Fix: give every column its own name."
         )
+    if date_column is None:
+        date_column = _find_date_column(frame, origin)
+        if date_column is None:
+            dates = parse_dates(frame.index.to_series(), column="<index>", origin=origin)
+            return dates, list(frame.columns), frame.index.name
     if date_column in frame.columns:
         dates = parse_dates(frame[date_column], column=date_column, origin=origin)
-        return dates, [c for c in frame.columns if c != date_column]
-    if isinstance(frame.index, pd.DatetimeIndex):
-        # A frame indexed by time (df.set_index('date')) is accepted as it is.
-        dates = parse_dates(frame.index.to_series(), column="<index>", origin=origin)
-        return dates, list(frame.columns)
-    separators = [sep for sep in (";", "\t", "|") if len(frame.columns) == 1 and sep in str(frame.columns[0])]
-    hint = f" The header looks {separators[0]!r}-separated: save the file comma-separated." if separators else ""
+        return dates, [c for c in frame.columns if c != date_column], date_column
+    if isinstance(frame.index, pd.DatetimeIndex) and frame.index.name == date_column:
+        # A frame indexed by its date column (df.set_index('date')).
+        dates = parse_dates(frame.index.to_series(), column=date_column, origin=origin)
+        return dates, list(frame.columns), date_column
+    index = (
+        f" The index holds timestamps (named {frame.index.name!r}): pass date_column=None to use it."
+        if isinstance(frame.index, pd.DatetimeIndex) else ""
+    )
     raise MissingDateColumnError(
         f"{origin.label}: no date column {date_column!r}; the columns are "
-        f"{list(frame.columns)!r}. Fix: pass date_column=<the name of the timestamp column>, "
-        f"or index the DataFrame by a DatetimeIndex.{hint}"
+        f"{list(frame.columns)!r}. Fix: pass date_column=<the name of the timestamp column>, or "
+        f"date_column=None to find the one column holding timestamps.{index}"
     )
 
 
@@ -238,21 +415,34 @@ def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Ori
         )
 
 
+def _default_target(frame: pd.DataFrame, variables: list[Hashable], features: str, origin: Origin) -> Hashable:
+    """``S``/``MS`` without a named target: the last numeric column."""
+    numeric = [c for c in variables if pd.api.types.is_numeric_dtype(frame[c].dtype)
+               and not pd.api.types.is_timedelta64_dtype(frame[c].dtype)]
+    if not numeric:
+        raise NonNumericColumnError(
+            f"{origin.label}: features={features!r} forecasts one target, and none of the columns "
+            f"{variables!r} is numeric. Fix: pass target=<the column to forecast> after converting it to numbers."
+        )
+    logger.info("%s: target %r (the last numeric column; pass target=... to choose another).",
+                origin.label, numeric[-1])
+    return numeric[-1]
+
+
 def _select_columns(
+    frame: pd.DataFrame,
     variables: list[Hashable],
     *,
     features: str,
     target: Hashable | None,
     columns: Sequence[Hashable] | None,
     origin: Origin,
-) -> tuple[tuple[Hashable, ...], tuple[Hashable, ...]]:
-    """(input columns, output columns) in model order: table order, target last."""
-    duplicated = pd.Index(variables)[pd.Index(variables).duplicated()]
-    if len(duplicated):
-        raise DuplicateColumnError(
-            f"{origin.label}: column {duplicated[0]!r} appears more than once. "
-            "Fix: rename or drop the repeated columns."
-        )
+) -> tuple[tuple[Hashable, ...], tuple[Hashable, ...], Hashable | None]:
+    """(input columns, output columns, target) in model order: table order, target last.
+
+    Without a target, ``M`` keeps every chosen column as it is and ``S``/``MS`` take the
+    last numeric one.
+    """
     if columns is not None:
         unknown = [c for c in columns if c not in variables]
         if unknown:
@@ -267,18 +457,20 @@ def _select_columns(
             f"{origin.label}: the table has no variable column besides the date. "
             "Fix: give at least one numeric column."
         )
+    if target is None and features == "M":
+        return tuple(variables), tuple(variables), None
     if target is None:
-        return tuple(variables), tuple(variables)
+        target = _default_target(frame, variables, features, origin)
     if target not in variables:
-        also = " or target=None (features='M' only)" if features == "M" else ""
         raise UnknownTargetError(
             f"{origin.label}: target {target!r} is not a column; the variable columns are "
-            f"{variables!r}. Fix: pass target=<one of them>{also}."
+            f"{variables!r}. Fix: pass target=<one of them>, or target=None (features='M': every column; "
+            "'S'/'MS': the last numeric one)."
         )
     if features == "S":
-        return (target,), (target,)
+        return (target,), (target,), target
     ordered = tuple(c for c in variables if c != target) + (target,)
-    return ordered, (ordered if features == "M" else (target,))
+    return ordered, (ordered if features == "M" else (target,)), target
 
 
 def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Origin) -> pd.DataFrame:
@@ -396,34 +588,36 @@ def _resolve_frequency(
 
 
 def prepare_series(
-    data: pd.DataFrame | str | os.PathLike[str],
+    data: Table,
     *,
-    date_column: str = "date",
+    date_column: Hashable | None = None,
     features: str = "M",
-    target: Hashable | None = "OT",
+    target: Hashable | None = None,
     columns: Sequence[Hashable] | None = None,
     freq: str | pd.DateOffset | None = None,
     allow_irregular: bool = False,
     allow_duplicates: bool = False,
     fill_nan: str | None = None,
 ) -> TimeSeries:
-    """Validate a table (DataFrame or CSV path) and return its model-ready series.
+    """Validate a table (DataFrame, Series or CSV path) and return its model-ready series.
 
-    Checks, in order: the date column (or a DatetimeIndex) exists and parses; timestamps
+    Checks, in order: the time axis exists and parses (``date_column``, or with ``None``
+    the DatetimeIndex, else the one column holding timestamps, logged); timestamps
     are sorted and unique (``allow_duplicates`` keeps repeats); the chosen columns exist,
     the target among them; they are numeric; they are finite (``fill_nan`` opts in to
     ``'ffill'``, ``'interpolate'`` or ``'zero'``); steps follow ``freq`` (inferred when
     ``None``; ``allow_irregular`` accepts gaps and uses the most common step as frequency).
     ``columns`` selects variables (the target is always kept); their order stays the
-    table's, with the target moved last.
+    table's, with the target moved last. Without a ``target``, ``M`` uses every column
+    and ``S``/``MS`` the last numeric one (logged).
     """
     require_choice("features", features, FEATURES)
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
-    dates, variables = _extract_dates(frame, date_column, origin)
+    dates, variables, date_column = _extract_dates(frame, date_column, origin)
     _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
-    input_columns, output_columns = _select_columns(
-        variables, features=features, target=target, columns=columns, origin=origin
+    input_columns, output_columns, target = _select_columns(
+        frame, variables, features=features, target=target, columns=columns, origin=origin
     )
     values = _numeric_values(frame, input_columns, origin)
     values = _fill_non_finite(values, fill_nan, origin)
@@ -437,4 +631,6 @@ def prepare_series(
         input_columns=input_columns,
         output_columns=output_columns,
         freq=offset,
+        target=target,
+        date_column=date_column,
     )

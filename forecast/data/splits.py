@@ -10,14 +10,20 @@ previous split and their first forecast step is the block's first row. A split o
 * ETT 15-minute (``'ett_minute'``): the same months, x4.
 * Otherwise (``'ratio'``): ``n_train = int(T * 0.7)``, ``n_test = int(T * 0.2)``,
   ``n_val = T - n_train - n_test``.
+* By dates (two timestamps, :class:`DateSplit`): val owns the rows from the first
+  timestamp on, test those from the second on, to the end of the series.
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
+
+import numpy as np
+import pandas as pd
 
 from forecast.checks import is_int, is_real
 from forecast.errors import ConfigError, SeriesTooShortError
@@ -75,8 +81,77 @@ class FractionSplit:
         return n_train, n_train + n_val, n_rows
 
 
-Split = Union[RowSplit, FractionSplit]
-SplitLike = Union[str, RowSplit, FractionSplit, Sequence[float]]
+DateLike = Union[str, datetime.date, np.datetime64]  # datetime.datetime and pd.Timestamp are dates too
+
+
+def _timestamp(value: DateLike, name: str) -> pd.Timestamp:
+    if not isinstance(value, (str, datetime.date, np.datetime64)):
+        raise ConfigError(f"date split: {name}={value!r} is not a date. Fix: pass a date string such as "
+                          "'2023-07-01' or a timestamp.")
+    try:
+        stamp = pd.Timestamp(value)
+    except (ValueError, TypeError, OverflowError) as error:
+        raise ConfigError(f"date split: {name}={value!r} cannot be read as a date ({error}). Fix: pass an ISO "
+                          "date such as '2023-07-01' or '2023-07-01 00:00'.") from error
+    if pd.isna(stamp):
+        raise ConfigError(f"date split: {name}={value!r} is not a date. Fix: pass a date such as '2023-07-01'.")
+    return stamp
+
+
+@dataclass(frozen=True)
+class DateSplit:
+    """Two timestamps as borders: val owns the rows from ``val_start`` on, test those from
+    ``test_start`` on, to the end of the series; train owns the rows before ``val_start``.
+
+    A border is a point in time, so ``DateSplit('2023-07-01', '2023-10-01')`` trains on
+    every row before July 1 00:00 at any frequency. Borders without a time zone take
+    the series' zone.
+    """
+
+    val_start: DateLike
+    test_start: DateLike
+
+    def __post_init__(self) -> None:
+        val_start, test_start = _timestamp(self.val_start, "val_start"), _timestamp(self.test_start, "test_start")
+        if (val_start.tzinfo is None) != (test_start.tzinfo is None):
+            raise ConfigError(f"date split ({val_start}, {test_start}): Fix: give both borders a time zone, or neither.")
+        if not val_start < test_start:
+            raise ConfigError(
+                f"date split ({val_start}, {test_start}): Fix: the val border must come before the test border."
+            )
+        object.__setattr__(self, "val_start", val_start)
+        object.__setattr__(self, "test_start", test_start)
+
+    def _in_zone_of(self, stamp: pd.Timestamp, dates: pd.DatetimeIndex, source: str) -> pd.Timestamp:
+        if dates.tz is None and stamp.tzinfo is not None:
+            raise ConfigError(
+                f"{source}: the split border {stamp} has a time zone and the series has none. Fix: give the "
+                "borders without a time zone."
+            )
+        if dates.tz is not None:
+            return stamp.tz_localize(dates.tz) if stamp.tzinfo is None else stamp.tz_convert(dates.tz)
+        return stamp
+
+    def row_split(self, dates: pd.DatetimeIndex, *, source: str = "<DataFrame>") -> RowSplit:
+        """The owned-row ends these borders draw in a sorted series."""
+        val_start = self._in_zone_of(pd.Timestamp(self.val_start), dates, source)
+        test_start = self._in_zone_of(pd.Timestamp(self.test_start), dates, source)
+        train_end, val_end = (int(dates.searchsorted(stamp, side="left")) for stamp in (val_start, test_start))
+        span = f"the series runs from {dates[0]} to {dates[-1]}"
+        if train_end == 0:
+            raise SeriesTooShortError(f"{source}: the val border {val_start} leaves no train rows: {span}. "
+                                      "Fix: move the border later.")
+        if val_end == len(dates):
+            raise SeriesTooShortError(f"{source}: the test border {test_start} leaves no test rows: {span}. "
+                                      "Fix: move the border earlier.")
+        if val_end == train_end:
+            raise SeriesTooShortError(f"{source}: no row falls between the borders {val_start} and {test_start}: "
+                                      f"{span}. Fix: move them apart.")
+        return RowSplit(train_end, val_end, len(dates))
+
+
+Split = Union[RowSplit, FractionSplit, DateSplit]
+SplitLike = Union[str, RowSplit, FractionSplit, DateSplit, Sequence[float], Sequence[DateLike]]
 
 _HOURS_PER_MONTH = 30 * 24
 SPLIT_PROTOCOLS: dict[str, Split] = {
@@ -86,26 +161,28 @@ SPLIT_PROTOCOLS: dict[str, Split] = {
 }
 
 
+_SPLIT_FORMS = (
+    f"a protocol name {tuple(SPLIT_PROTOCOLS)}, three fractions (0.7, 0.1, 0.2), three row ends "
+    "(train_end, val_end, test_end), two dates where val and test start ('2023-07-01', '2023-10-01'), "
+    "or a RowSplit/FractionSplit/DateSplit"
+)
+
+
 def resolve_split(spec: SplitLike) -> tuple[str, Split]:
-    """(name, split) from a protocol name, a split object, 3 fractions or 3 integer row ends."""
+    """(name, split) from a protocol name, a split object, 3 fractions, 3 integer row ends or 2 dates."""
     if isinstance(spec, str):
         if spec not in SPLIT_PROTOCOLS:
-            raise ConfigError(
-                f"split={spec!r}: Fix: use one of {tuple(SPLIT_PROTOCOLS)}, three fractions "
-                "(0.7, 0.1, 0.2), three row ends (train_end, val_end, test_end), or a "
-                "RowSplit/FractionSplit."
-            )
+            raise ConfigError(f"split={spec!r}: Fix: use {_SPLIT_FORMS}.")
         return spec, SPLIT_PROTOCOLS[spec]
-    if isinstance(spec, (RowSplit, FractionSplit)):
-        return ("rows" if isinstance(spec, RowSplit) else "fractions"), spec
+    if isinstance(spec, (RowSplit, FractionSplit, DateSplit)):
+        return {RowSplit: "rows", FractionSplit: "fractions", DateSplit: "dates"}[type(spec)], spec
     if isinstance(spec, Sequence) and len(spec) == 3:
         if all(is_int(v) for v in spec):
             return "rows", RowSplit(*(int(v) for v in spec))
         return "fractions", FractionSplit(*spec)
-    raise ConfigError(
-        f"split={spec!r}: Fix: use a protocol name {tuple(SPLIT_PROTOCOLS)}, three fractions, "
-        "three integer row ends, or a RowSplit/FractionSplit."
-    )
+    if isinstance(spec, Sequence) and len(spec) == 2:
+        return "dates", DateSplit(*spec)
+    raise ConfigError(f"split={spec!r}: Fix: use {_SPLIT_FORMS}.")
 
 
 def window_count(rows: int, seq_len: int, pred_len: int) -> int:
@@ -120,12 +197,18 @@ def split_borders(
     split: SplitLike = "ratio",
     *,
     source: str = "<DataFrame>",
+    dates: pd.DatetimeIndex | None = None,
 ) -> dict[str, tuple[int, int]]:
     """Row ranges ``[start, end)`` of train/val/test, lookback included.
 
-    Raises ``SeriesTooShortError`` naming the first split that cannot hold one window.
+    A date split needs the series' ``dates [T]``. Raises ``SeriesTooShortError`` naming
+    the first split that cannot hold one window.
     """
     name, spec = resolve_split(split)
+    if isinstance(spec, DateSplit):
+        if dates is None or len(dates) != n_rows:
+            raise ConfigError(f"{source}: a date split needs the series' {n_rows} timestamps (dates=...).")
+        spec = spec.row_split(dates, source=source)
     train_end, val_end, test_end = spec.owned_ends(n_rows, source=source, name=name)
     borders = {
         "train": (0, train_end),

@@ -26,7 +26,7 @@ from forecast import Forecaster
 from forecast.data import WindowDataModule
 from forecast.models import DataSpec, build_model
 from forecast.module import ForecastModule
-from forecast.training import TrainingConfig, build_trainer
+from forecast.training import TrainingConfig, build_trainer, lightning_warnings
 
 WINDOW = dict(seq_len=24, label_len=12, pred_len=6)
 TINY_INFORMER = dict(d_model=16, n_heads=2, d_ff=16, e_layers=1, d_layers=1, factor=2, dropout=0.0, distil=False)
@@ -58,9 +58,10 @@ def train_and_report(data: str, out: Path, devices: int, batch_size: int, max_ep
     scored = ScoredWindows(datamodule)
     trainer = build_trainer(config, None, callbacks=[scored], enable_progress_bar=False,
                             enable_model_summary=False, logger=False)
-    trainer.fit(module, datamodule=datamodule)
-    metrics = trainer.test(module, datamodule=datamodule, verbose=False)[0]
-    predictions = trainer.predict(module, datamodule=datamodule)
+    with lightning_warnings(num_workers=config.num_workers):  # the calls' warnings the library leaves out too
+        trainer.fit(module, datamodule=datamodule)
+        metrics = trainer.test(module, datamodule=datamodule, verbose=False)[0]
+        predictions = trainer.predict(module, datamodule=datamodule)
     windows = torch.cat([batch["window"] for batch in predictions]).tolist()
     stamps = np.concatenate([batch["timestamps"] for batch in predictions])  # [N_rank, P]
     forecasts = torch.cat([batch["forecast"] for batch in predictions])  # [N_rank, P, C_out]
@@ -69,7 +70,7 @@ def train_and_report(data: str, out: Path, devices: int, batch_size: int, max_ep
                             batch_size=config.batch_size, learning_rate=config.learning_rate, patience=5,
                             accelerator="cpu", devices=devices, strategy=config.strategy, **TINY_INFORMER)
     forecaster.fit(data, run_dir=out / "forecaster")
-    evaluation = forecaster.evaluate()
+    evaluation = forecaster.evaluate(detail=True)
     overall = evaluation[(evaluation["horizon"] == "all") & (evaluation["variable"] == "all")]
 
     report = {
