@@ -13,7 +13,7 @@ import torch
 
 from forecast.data import WindowDataModule
 from forecast.errors import ConfigError, DataError
-from forecast.layers.attention import LogSparseWeights
+from forecast.layers.attention import CausalConv1dProjection, LogSparseWeights
 from forecast.models import (
     MODELS,
     DataSpec,
@@ -24,6 +24,7 @@ from forecast.models import (
     build_model,
 )
 from forecast.module import ForecastModule
+from forecast.training import lightning_warnings
 
 TINY = dict(d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.0)
 LAYOUTS = {"M": (3, 3), "S": (1, 1), "MS": (3, 1)}  # features -> (c_in, c_out)
@@ -379,6 +380,150 @@ def test_one_shot_samples_and_quantiles_agree_with_the_predictive_gaussian():
     torch.testing.assert_close(empirical[1], quantiles[0.9], rtol=0, atol=0.08 * spread.item())
 
 
+# ----------------------------------------------------------------- key/value cache (rollout)
+
+# Cached and uncached rollouts run the same operations, but the CPU's matrix products pick
+# their kernel by the matrix's size (one token alone against the full pass's B'*S rows), and
+# a convolutional Q/K is one product over its k taps in a cached step: equal to rounding.
+TOLERANCE = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
+
+CACHE_CASES = [
+    pytest.param("M", dict(head="point", qk_kernel_size=1), id="point-k1-M"),
+    pytest.param("S", dict(head="point", qk_kernel_size=3, revin=True), id="point-k3-revin-S"),
+    pytest.param("MS", dict(head="point", channels="joint", n_layers=3), id="point-joint-3layers-MS"),
+    pytest.param("S", dict(head="gaussian", qk_kernel_size=1), id="gaussian-k1-S"),
+    pytest.param("M", dict(head="gaussian", qk_kernel_size=3, revin=True, revin_affine=True), id="gaussian-k3-revin-M"),
+    pytest.param("M", dict(head="gaussian", qk_kernel_size=3, sub_len=6, n_layers=3), id="gaussian-sub_len6-3layers-M"),
+    pytest.param("MS", dict(head="gaussian", qk_kernel_size=6, local_window=2, sub_len=None),
+                 id="gaussian-k6-window2-MS"),
+    pytest.param("MS", dict(head="gaussian", local_window=1, sub_len=5, n_layers=1, revin=True),
+                 id="gaussian-window1-sub_len5-1layer-revin-MS"),
+    pytest.param("M", dict(head="gaussian", channels="joint", qk_kernel_size=1, series_embedding=False),
+                 id="gaussian-joint-k1-M"),
+    pytest.param("M", dict(head="gaussian", attention="full", sub_len=None), id="gaussian-full-attention-M"),
+    pytest.param("S", dict(head="gaussian", dense_reference=True, qk_kernel_size=9), id="gaussian-dense-reference-S"),
+]
+
+
+def rollouts(model: LogSparseTransformer, x, x_mark, y_mark, cache: bool) -> dict[str, torch.Tensor]:
+    """Everything the rollout serves: the point forecast and, for the Gaussian head, sample paths
+    (all at once and in chunks) and quantiles, from fixed seeds."""
+    model._kv_cache = cache
+    out = {"forward": model(x, x_mark, y_mark)}
+    if model.probabilistic:
+        out["sample"] = model.sample(x, x_mark, y_mark, 3, generator=torch.Generator().manual_seed(5))
+        out["chunked"] = model.sample(x, x_mark, y_mark, 3, torch.Generator().manual_seed(6), chunk_size=2)
+        quantiles = model.quantiles(x, x_mark, y_mark, (0.1, 0.9), n_samples=4,
+                                    generator=torch.Generator().manual_seed(7))
+        out["quantiles"] = torch.stack(list(quantiles.values()))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("features, options", CACHE_CASES)
+def test_cached_rollout_equals_the_uncached_one(features, options, dtype):
+    s = spec(features, seq_len=24, label_len=12, pred_len=8)
+    model = model_for(s, decoding="autoregressive", **options).to(dtype).eval()
+    model.scale_factor.fill_(1.7)  # a calibrated scale multiplies every draw's spread
+    x, x_mark, y_mark = inputs(s, dtype=dtype)
+    with torch.no_grad():
+        cached, uncached = (rollouts(model, x, x_mark, y_mark, cache) for cache in (True, False))
+    assert cached.keys() == uncached.keys()
+    for name in cached:
+        torch.testing.assert_close(cached[name], uncached[name], **TOLERANCE[dtype], msg=name)
+    if model.probabilistic:  # the draws, not only the means, went through both
+        assert not torch.allclose(cached["sample"][0], cached["forward"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("prefix", [1, 5, 25])
+@pytest.mark.parametrize("options", [
+    dict(qk_kernel_size=3, sub_len=6, n_layers=3),
+    dict(qk_kernel_size=6, local_window=2, sub_len=None, channels="joint"),
+    dict(qk_kernel_size=2, attention="full", sub_len=None),
+])
+def test_cached_steps_give_the_full_pass_states_without_seeing_later_tokens(options, prefix, dtype):
+    """Token t's state from the caches (which never receive a token after t) equals the full pass's
+    state at t, layer stack and final LayerNorm included; and the full pass itself, the model
+    without the cache, gives the same states up to t whatever the tokens after t are."""
+    s = spec("MS", seq_len=24, label_len=12, pred_len=8)
+    model = model_for(s, decoding="autoregressive", head="gaussian", **options).to(dtype).eval()
+    x, x_mark, y_mark = inputs(s, dtype=dtype)
+    with torch.no_grad():
+        _, lagged, known, marks, series_ids = model._tokens(x, x_mark, y_mark, future=future_values(s, dtype=dtype))
+        full, _ = model._hidden(lagged, known, marks, series_ids)  # [B', T, D]
+        hidden, caches = model._prefill(lagged[:, :prefix], known[:, :prefix], marks[:, :prefix], series_ids)
+        states = [hidden]
+        for position in range(prefix, lagged.shape[1]):
+            states.append(model._step(lagged[:, position], known[:, position], marks[:, position], series_ids,
+                                      position, caches))
+        stepped = model.norm(torch.stack(states, dim=1))  # [B', T - prefix + 1, D]
+        cut = 15
+        later = torch.randn(lagged[:, cut + 1:].shape, generator=torch.Generator().manual_seed(3), dtype=dtype)
+        changed = torch.cat([lagged[:, : cut + 1], later], dim=1)  # [B', T, V]
+        changed_marks = torch.cat([marks[:, : cut + 1], marks[:, cut + 1:] + 1.0], dim=1)
+        changed_full, _ = model._hidden(changed, known, changed_marks, series_ids)
+    torch.testing.assert_close(stepped, full[:, prefix - 1:], **TOLERANCE[dtype])
+    torch.testing.assert_close(changed_full[:, : cut + 1], full[:, : cut + 1], rtol=0, atol=0)
+    assert not torch.allclose(changed_full[:, cut + 1:], full[:, cut + 1:])
+
+
+@pytest.mark.parametrize("kernel_size", [1, 3, 6])
+def test_a_causal_convolution_projects_its_last_step_from_its_receptive_field(kernel_size):
+    """What a cached step's query and key come from: the last k inputs, no padding, one matrix product."""
+    torch.manual_seed(0)
+    projection = CausalConv1dProjection(8, 6, kernel_size).double()
+    sequence = torch.randn(4, 10, 8, dtype=torch.float64)  # [B, L, D_in]
+    last = projection.project_last(sequence[:, -kernel_size:])  # [B, D_out]
+    torch.testing.assert_close(last, projection(sequence)[:, -1], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ConfigError, match="kernel_size"):
+        projection.project_last(sequence[:, -kernel_size - 1:])
+
+
+def test_forward_sample_and_quantiles_take_the_cached_path(monkeypatch):
+    s = spec("S", seq_len=16, label_len=8, pred_len=4)
+    model = model_for(s, decoding="autoregressive", head="gaussian").eval()
+    assert model._kv_cache
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the uncached rollout ran")
+
+    monkeypatch.setattr(model, "_decode_uncached", refuse)
+    x, x_mark, y_mark = inputs(s, batch_size=2)
+    with torch.no_grad():
+        assert model(x, x_mark, y_mark).shape == (2, 4, 1)
+        assert model.sample(x, x_mark, y_mark, 3).shape == (3, 2, 4, 1)
+        assert model.quantiles(x, x_mark, y_mark, n_samples=3)[0.5].shape == (2, 4, 1)
+
+
+def test_gradients_through_the_cached_rollout_equal_the_uncached_ones():
+    """The cache's in-place writes (scores, weighted sums) keep autograd intact."""
+    s = spec("MS", seq_len=16, label_len=8, pred_len=5)
+    x, x_mark, y_mark = inputs(s, dtype=torch.float64)
+    grads = {}
+    for cache in (True, False):
+        model = model_for(s, decoding="autoregressive", head="gaussian", revin=True).double().eval()
+        model._kv_cache = cache
+        paths = model.sample(x, x_mark, y_mark, 2, generator=torch.Generator().manual_seed(0))
+        (model(x, x_mark, y_mark).square().sum() + paths.square().sum()).backward()
+        grads[cache] = {name: p.grad for name, p in model.named_parameters()}
+    for name, grad in grads[True].items():
+        torch.testing.assert_close(grad, grads[False][name], rtol=1e-9, atol=1e-11, msg=name)
+
+
+def test_cached_rollout_runs_in_training_mode_with_dropout():
+    """In training mode each token's dropout masks are drawn once, when the token is computed."""
+    s = spec("M", seq_len=16, label_len=8, pred_len=4)
+    model = model_for(s, decoding="autoregressive", head="gaussian", dropout=0.5).train()
+    x, x_mark, y_mark = inputs(s)
+    torch.manual_seed(0)
+    first = model.sample(x, x_mark, y_mark, 2, generator=torch.Generator().manual_seed(0))
+    second = model.sample(x, x_mark, y_mark, 2, generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(first).all() and not torch.allclose(first, second)  # the masks differ between calls
+    first.sum().backward()
+    assert all(p.grad is not None for p in model.blocks.parameters())
+
+
 # ---------------------------------------------------------------------- learning the noise
 
 SIGMA, PERIOD = 0.3, 24
@@ -454,9 +599,10 @@ def test_forecast_module_fits_and_scores_every_test_window(features, decoding, h
     module = ForecastModule(model, learning_rate=1e-3, lr_schedule="none")
     trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=1, enable_progress_bar=False,
                         enable_model_summary=False, logger=False, enable_checkpointing=False)
-    trainer.fit(module, datamodule=dm)
-    assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
-    metrics = trainer.test(module, datamodule=dm, verbose=False)[0]
+    with lightning_warnings():  # the calls' warnings the library leaves out too
+        trainer.fit(module, datamodule=dm)
+        assert any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+        metrics = trainer.test(module, datamodule=dm, verbose=False)[0]
     assert metrics["test_windows"] == len(dm.test_dataset)
     assert math.isfinite(metrics["test_mse"])
 

@@ -774,6 +774,21 @@ class CausalConv1dProjection(nn.Module):
         padded = F.pad(channels_first, (self.kernel_size - 1, 0))  # [B, D_in, k-1+L]
         return self.conv(padded).transpose(1, 2)  # [B, D_out, L] -> [B, L, D_out]
 
+    def project_last(self, window: Tensor) -> Tensor:
+        """The output at the last step of ``window [B, k, D_in]``, its whole receptive field: ``[B, D_out]``.
+
+        For incremental decoding, where one new step is projected without recomputing the
+        earlier ones. One matrix product over the k taps: a convolution whose output has a
+        single step is a linear map of the flattened window.
+        """
+        if window.dim() != 3 or window.shape[1] != self.kernel_size:
+            raise ConfigError(f"project_last needs the last kernel_size={self.kernel_size} steps [B, k, D_in]; "
+                              f"got {tuple(window.shape)}")
+        weight = self.conv.weight.permute(0, 2, 1)  # [D_out, D_in, k] -> [D_out, k, D_in], tap-major like window
+        flat_weight = weight.reshape(weight.shape[0], -1)  # [D_out, k, D_in] -> [D_out, k*D_in]
+        flat_window = window.reshape(window.shape[0], -1)  # [B, k, D_in] -> [B, k*D_in]
+        return F.linear(flat_window, flat_weight, self.conv.bias)
+
 
 class MultiHeadAttention(nn.Module):
     """Projections, head split/merge and output projection around any inner attention.

@@ -21,7 +21,13 @@ Decoding (``LogSparseConfig.decoding``):
 * ``autoregressive`` (the paper's): trained with teacher forcing on every token of the
   window and horizon; at inference the horizon is rolled forward one step at a time,
   feeding back the prediction (the mean for the Gaussian head) or, in
-  :meth:`LogSparseTransformer.sample`, each path's own draw.
+  :meth:`LogSparseTransformer.sample`, each path's own draw. The rollout keeps a
+  key/value cache: the window's tokens go through the network once, then each horizon
+  step computes only its own token, layer by layer, against the cached keys and values
+  of the earlier tokens (and the last ``k - 1`` attention inputs that the convolutional
+  Q/K projections of kernel ``k`` read). Everything after the embedding is causal, so
+  the cached states are those a full pass over the prefix would recompute, to float
+  rounding (see :meth:`LogSparseTransformer._decode_cached`).
 
 Variables (``LogSparseConfig.channels``); output variables are the last ``C_out`` inputs:
 
@@ -62,7 +68,7 @@ from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHe
 from forecast.layers.blocks import Activation, PreNormCausalBlock
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
-from forecast.layers.masks import validate_logsparse_options
+from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
 from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
 from forecast.models.base import DataSpec
 
@@ -146,6 +152,63 @@ def _standard_normal(shape: Sequence[int], like: Tensor, generator: torch.Genera
     return torch.randn(tuple(shape), generator=generator, device=device, dtype=like.dtype).to(like.device)
 
 
+@dataclass
+class _LayerCache:
+    """One layer's memory of the tokens decoded so far: what the next token's attention reads.
+
+    ``window [B', k-1, D]``: the last ``k - 1`` attention inputs (after the block's first
+    LayerNorm); with the new token's they are the receptive field of its convolutional
+    query and key (zero rows before token 0, as the convolution's left padding).
+    ``keys``/``values``: one ``[B', H, E]`` per token so far, in position order; the
+    attention reads only the positions its pattern makes visible from the newest token.
+    """
+
+    window: Tensor
+    keys: list[Tensor]
+    values: list[Tensor]
+
+
+def _attend_prefix(attention: MultiHeadAttention, normed: Tensor) -> tuple[Tensor, _LayerCache]:
+    """The attention branch ``[B', S, D]`` of a full pass over ``normed [B', S, D]`` and the layer's cache.
+
+    ``MultiHeadAttention.forward`` spelled out, so that its keys and values are kept
+    rather than computed twice.
+    """
+    batch, length, width = normed.shape
+    head_shape = (batch, length, attention.n_heads, width // attention.n_heads)
+    queries = attention.query_projection(normed).reshape(head_shape)  # [B', S, D] -> [B', S, H, E]
+    keys = attention.key_projection(normed).reshape(head_shape)  # [B', S, D] -> [B', S, H, E]
+    values = attention.value_projection(normed).reshape(head_shape)  # [B', S, D] -> [B', S, H, E]
+    merged = attention.attention(queries, keys, values).reshape(batch, length, width)  # [B', S, H, E] -> [B', S, D]
+    context = attention.query_projection.kernel_size - 1
+    last = normed[:, max(length - context, 0):]  # [B', min(S, k-1), D]
+    window = F.pad(last, (0, 0, context - last.shape[1], 0))  # [B', k-1, D]: zero rows before token 0
+    cache = _LayerCache(window, list(keys.unbind(1)), list(values.unbind(1)))
+    return attention.dropout(attention.out_projection(merged)), cache
+
+
+def _attend_newest(
+    query: Tensor, keys: Sequence[Tensor], values: Sequence[Tensor], dropout: float, training: bool
+) -> Tensor:
+    """Attention of one query ``[B, H, E]`` over its visible keys and values (``[B, H, E]`` each, one per offset).
+
+    The arithmetic of LogSparseAttention's fast path for its newest query, in the same
+    order: a dot product per offset, the scale, a softmax over the offsets in at least
+    float32, and the weighted sum accumulated offset by offset. Returns ``[B, H, E]``.
+    """
+    accumulate = torch.promote_types(query.dtype, torch.float32)
+    scores = query.new_empty(*query.shape[:2], len(keys))  # [B, H, n]
+    for slot, key in enumerate(keys):
+        scores[..., slot] = torch.linalg.vecdot(query, key)
+    scores.mul_(query.shape[-1] ** -0.5)
+    weights = torch.softmax(scores.to(accumulate), dim=-1).to(values[0].dtype)  # [B, H, n]
+    weights = F.dropout(weights, dropout, training)
+    out = torch.zeros_like(query, dtype=accumulate)  # [B, H, E]
+    for slot, value in enumerate(values):
+        out.addcmul_(weights[..., slot].unsqueeze(-1), value)
+    return out.to(values[0].dtype)
+
+
 class LogSparseTransformer(nn.Module):
     """Decoder-only LogSparse Transformer; see the module docstring for tokens, decoding, variables and heads.
 
@@ -184,6 +247,9 @@ class LogSparseTransformer(nn.Module):
         self.head = nn.Linear(d_model, self.n_outputs * (2 if config.head == "gaussian" else 1))
         # Multiplies every Gaussian scale; 1 until calibrate_scale fits it on validation windows.
         self.register_buffer("scale_factor", torch.ones(()))
+        # False runs the autoregressive rollout without its key/value cache, recomputing the
+        # whole prefix at every step: the reference the cache is tested and timed against.
+        self._kv_cache = True
 
     def _attention(self) -> MultiHeadAttention:
         c = self.config
@@ -288,31 +354,105 @@ class LogSparseTransformer(nn.Module):
 
     # -- network -----------------------------------------------------------------------------
 
+    def _embed(
+        self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, first: int = 0
+    ) -> Tensor:
+        """Vectors ``[B', n, D]`` of the n tokens from position ``first``.
+
+        ``lagged`` and ``known`` are ``[B', n, V]``, ``marks`` ``[B', n, F]``. The cached
+        rollout embeds its one new token here too, summed in the full pass's order.
+        """
+        tokens = self.value_embedding(torch.cat([lagged * known, known], dim=-1))  # [B', n, D]
+        steps = tokens.new_empty(1, first + tokens.shape[1], 0)  # the position embedding reads only a length
+        tokens = tokens + self.time_embedding(marks) + self.position_embedding(steps)[:, first:]
+        if series_ids is not None:
+            tokens = tokens + self.series_embedding(series_ids).unsqueeze(1)  # [B', 1, D] over all n
+        return tokens
+
     def _hidden(
         self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, need_weights: bool = False
     ) -> tuple[Tensor, list[object]]:
-        """Token states ``[B', T, D]`` (and per-layer attention weights when asked)."""
-        tokens = self.value_embedding(torch.cat([lagged * known, known], dim=-1))  # [B', T, D]
-        tokens = tokens + self.time_embedding(marks) + self.position_embedding(tokens)
-        if series_ids is not None:
-            tokens = tokens + self.series_embedding(series_ids).unsqueeze(1)  # [B', 1, D] over all T
-        hidden = self.dropout(tokens)
+        """Token states ``[B', T, D]`` after the final LayerNorm (and per-layer attention weights when asked)."""
+        hidden = self.dropout(self._embed(lagged, known, marks, series_ids))  # [B', T, D]
         weights = []
         for block in self.blocks:
             hidden, layer_weights = block(hidden, need_weights)
             weights.append(layer_weights)
         return self.norm(hidden), weights
 
+    def _head(self, hidden: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Mean ``[..., n_out]`` and scale (Gaussian head) or None of normed states ``[..., D]``."""
+        out = self.head(hidden)  # [..., n_out] or [..., 2 * n_out]
+        if self.config.head == "point":
+            return out, None
+        mean, raw_scale = out.chunk(2, dim=-1)  # 2 x [..., n_out]
+        return mean, (F.softplus(raw_scale) + self.config.min_scale) * self.scale_factor
+
     def _predict(
         self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None
     ) -> tuple[Tensor, Tensor | None]:
         """Head outputs per token: mean ``[B', T, n_out]`` and scale (Gaussian head) or None."""
         hidden, _ = self._hidden(lagged, known, marks, series_ids)
-        out = self.head(hidden)  # [B', T, n_out] or [B', T, 2 * n_out]
-        if self.config.head == "point":
-            return out, None
-        mean, raw_scale = out.chunk(2, dim=-1)  # 2 x [B', T, n_out]
-        return mean, (F.softplus(raw_scale) + self.config.min_scale) * self.scale_factor
+        return self._head(hidden)
+
+    # -- incremental decoding (key/value cache) ----------------------------------------------
+
+    def _prefill(
+        self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None
+    ) -> tuple[Tensor, list[_LayerCache]]:
+        """One full pass over the first tokens: the last token's state ``[B', D]`` (before the final
+        LayerNorm) and every layer's cache."""
+        hidden = self.dropout(self._embed(lagged, known, marks, series_ids))  # [B', n, D]
+        caches = []
+        # PreNormCausalBlock.forward, keeping each layer's keys and values.
+        for block in self.blocks:
+            attended, cache = _attend_prefix(block.attention, block.norm1(hidden))
+            hidden = hidden + block.dropout(attended)
+            hidden = hidden + block.dropout(block.feed_forward(block.norm2(hidden)))
+            caches.append(cache)
+        return hidden[:, -1], caches
+
+    def _visible_offsets(self, position: int) -> tuple[int, ...]:
+        """Offsets back from token ``position`` to the keys it attends (0 first, all <= position)."""
+        c = self.config
+        if c.attention == "full":
+            return tuple(range(position + 1))
+        return logsparse_offsets(position + 1, c.local_window, c.sub_len)
+
+    def _attend_step(
+        self, attention: MultiHeadAttention, normed: Tensor, position: int, cache: _LayerCache
+    ) -> Tensor:
+        """The attention branch ``[B', D]`` of token ``position`` from its input ``normed [B', D]``.
+
+        Appends the token's key and value to ``cache`` and slides its convolution window.
+        """
+        batch, width = normed.shape
+        head_shape = (batch, attention.n_heads, width // attention.n_heads)
+        field = torch.cat([cache.window, normed.unsqueeze(1)], dim=1)  # [B', k, D]: the convolution's receptive field
+        cache.window = field[:, 1:]
+        query = attention.query_projection.project_last(field).reshape(head_shape)  # [B', D] -> [B', H, E]
+        cache.keys.append(attention.key_projection.project_last(field).reshape(head_shape))  # [B', D] -> [B', H, E]
+        cache.values.append(attention.value_projection(normed).reshape(head_shape))  # [B', D] -> [B', H, E]
+        offsets = self._visible_offsets(position)
+        inner = attention.attention
+        out = _attend_newest(query, [cache.keys[position - d] for d in offsets],
+                             [cache.values[position - d] for d in offsets], inner.dropout, inner.training)
+        merged = out.reshape(batch, width)  # [B', H, E] -> [B', D]
+        return attention.dropout(attention.out_projection(merged))
+
+    def _step(
+        self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, position: int,
+        caches: list[_LayerCache],
+    ) -> Tensor:
+        """State ``[B', D]`` (before the final LayerNorm) of the one token at ``position`` (lagged, known
+        ``[B', V]``, marks ``[B', F]``), from the caches of the tokens before it; extends them."""
+        token = self._embed(lagged.unsqueeze(1), known.unsqueeze(1), marks.unsqueeze(1), series_ids, first=position)
+        hidden = self.dropout(token[:, 0])  # [B', D]
+        # PreNormCausalBlock.forward for one position: LayerNorm and feed-forward act per position.
+        for block, cache in zip(self.blocks, caches, strict=True):
+            hidden = hidden + block.dropout(self._attend_step(block.attention, block.norm1(hidden), position, cache))
+            hidden = hidden + block.dropout(block.feed_forward(block.norm2(hidden)))
+        return hidden
 
     def step_outputs(
         self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None
@@ -345,11 +485,17 @@ class LogSparseTransformer(nn.Module):
         _, weights = self._hidden(*tokens, need_weights=True)
         return weights
 
-    def _rollout(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, draw: bool,
-                 generator: torch.Generator | None = None) -> Tensor:
-        """Autoregressive forecast ``[B, P, C_out]``: feed back the mean, or a draw when ``draw``."""
-        batch, length, _ = x.shape
-        stats, lagged, known, marks, series_ids = self._tokens(x, x_mark, y_mark)
+    def _next_value(self, mean: Tensor, scale: Tensor | None, draw: bool,
+                    generator: torch.Generator | None) -> Tensor:
+        """The value ``[B', n_out]`` fed back for a forecast step: its mean, or a draw when ``draw``."""
+        if not draw:
+            return mean
+        return mean + scale * _standard_normal(mean.shape, mean, generator)
+
+    def _decode_uncached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
+                         generator: torch.Generator | None) -> Tensor:
+        """Fed-back values ``[B', P, n_out]``, each step a full pass over the whole prefix (the reference)."""
+        length = self.spec.seq_len
         exogenous_pad = (self.n_inputs - self.n_outputs, 0)  # exogenous inputs stay unknown over the horizon
         fed_back: list[Tensor] = []  # [B', n_out] per horizon step
         for step in range(self.spec.pred_len):
@@ -360,12 +506,44 @@ class LogSparseTransformer(nn.Module):
                 step_lagged = torch.cat([step_lagged, F.pad(values, exogenous_pad)], dim=1)  # [B', end, V]
                 step_known = torch.cat([step_known, F.pad(torch.ones_like(values), exogenous_pad)], dim=1)
             mean, scale = self._predict(step_lagged, step_known, marks[:, :end], series_ids)
-            value = mean[:, -1]  # [B', n_out]
-            if draw:
-                value = value + scale[:, -1] * _standard_normal(value.shape, value, generator)
-            fed_back.append(value)
+            fed_back.append(self._next_value(mean[:, -1], None if scale is None else scale[:, -1], draw, generator))
+        return torch.stack(fed_back, dim=1)
+
+    def _decode_cached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
+                       generator: torch.Generator | None) -> Tensor:
+        """Fed-back values ``[B', P, n_out]``: one pass over tokens 0..L, then one token per step on the caches.
+
+        Equal to :meth:`_decode_uncached` to float rounding, sometimes bit for bit but not
+        in general: a token's row can round differently alone (``[B', D]`` here) than
+        inside the full pass's ``[B' * S, D]``, because the CPU's matrix-product routines
+        pick their kernel by the matrix's size; a convolutional query or key (k > 1) is
+        one matrix product over the k taps here and a convolution there; full attention
+        runs SDPA there. Only recomputing at the full pass's shapes, the very cost the
+        cache removes, would pin the rounding.
+        """
+        length = self.spec.seq_len
+        exogenous_pad = (self.n_inputs - self.n_outputs, 0)  # exogenous inputs stay unknown over the horizon
+        # Tokens 0..L read observed steps only: one pass, whose last token forecasts horizon step 0.
+        hidden, caches = self._prefill(lagged[:, : length + 1], known[:, : length + 1], marks[:, : length + 1],
+                                       series_ids)
+        fed_back: list[Tensor] = []  # [B', n_out] per horizon step
+        for position in range(length, length + self.spec.pred_len):  # token L+j forecasts horizon step j
+            if fed_back:  # ... reading step j-1's fed-back value
+                value = fed_back[-1]
+                hidden = self._step(F.pad(value, exogenous_pad), F.pad(torch.ones_like(value), exogenous_pad),
+                                    marks[:, position], series_ids, position, caches)
+            mean, scale = self._head(self.norm(hidden))  # [B', n_out] each
+            fed_back.append(self._next_value(mean, scale, draw, generator))
+        return torch.stack(fed_back, dim=1)
+
+    def _rollout(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, draw: bool,
+                 generator: torch.Generator | None = None) -> Tensor:
+        """Autoregressive forecast ``[B, P, C_out]``: feed back the mean, or a draw when ``draw``."""
+        stats, *tokens = self._tokens(x, x_mark, y_mark)
+        decode = self._decode_cached if self._kv_cache else self._decode_uncached
+        fed_back = decode(*tokens, draw, generator)  # [B', P, n_out]
         # Draws are made in the normalized space and mapped back with the window's statistics.
-        return self._outputs(torch.stack(fed_back, dim=1), batch, stats)  # [B', P, n_out] -> [B, P, C_out]
+        return self._outputs(fed_back, x.shape[0], stats)  # [B', P, n_out] -> [B, P, C_out]
 
     def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
         """Point forecast ``[B, P, C_out]`` (the Gaussian head's mean)."""
@@ -472,7 +650,8 @@ class LogSparseTransformer(nn.Module):
         (``chunk_size`` paths at a time bounds memory; all at once by default).
         One-shot: independent draws per step from the predictive Gaussians. Draws come
         from ``generator`` (the global RNG when None; a given seed reproduces the paths
-        for the same ``chunk_size``); dropout follows the module's mode.
+        for the same ``chunk_size``); dropout follows the module's mode (with the rollout's
+        key/value cache, a token's dropout masks are drawn once, when it is computed).
         """
         self._require_gaussian("sample")
         require_int("n_samples", n_samples, 1)
