@@ -282,28 +282,32 @@ def _content_size(path: Path) -> int:
     return size
 
 
-def _content_digest(path: Path, hasher: hashlib._Hash) -> str:
-    """``hasher``'s digest of ``path``'s decompressed content, read in chunks."""
+def _content_digest(path: Path, hasher: hashlib._Hash) -> tuple[int, str]:
+    """The size of ``path``'s decompressed content and ``hasher``'s digest of it, in one read."""
+    size = 0
     with open_decompressed(path) as handle:
         while chunk := handle.read(_CHUNK):
+            size += len(chunk)
             hasher.update(chunk)
-    return hasher.hexdigest()
+    return size, hasher.hexdigest()
 
 
 def _checksum_problem(path: Path, info: DatasetInfo) -> str | None:
     """What differs between ``path``'s (decompressed) content and the registered file, or ``None``."""
     holds = "decompresses to" if is_compressed(path) else "has"
     try:
-        size = _content_size(path)
-        if info.n_bytes is not None and size != info.n_bytes:
-            return f"{holds} {size} bytes, the registered file has {info.n_bytes}"
         if info.sha256 is not None:
-            kind, expected, hasher = "sha256", info.sha256, hashlib.sha256()
+            kind, expected = "sha256", info.sha256
+            size, actual = _content_digest(path, hashlib.sha256())
         else:
-            kind, expected, hasher = "git blob id", info.git_blob, _git_blob_hasher(size)
-        actual = _content_digest(path, hasher)
+            # A git blob id hashes a header holding the size, so the size is counted first.
+            kind, expected = "git blob id", info.git_blob
+            size = _content_size(path)
+            actual = _content_digest(path, _git_blob_hasher(size))[1]
     except _DECOMPRESSION_ERRORS as error:
         return f"cannot be decompressed ({type(error).__name__}: {error})"
+    if info.n_bytes is not None and size != info.n_bytes:
+        return f"{holds} {size} bytes, the registered file has {info.n_bytes}"
     return None if actual == expected else f"{holds} {kind} {actual}, the registered file has {expected}"
 
 

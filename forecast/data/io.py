@@ -415,10 +415,14 @@ def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Ori
         )
 
 
+def _holds_numbers(dtype: np.dtype) -> bool:
+    """Whether a column's values are numbers as they are (booleans count as 0/1, durations do not)."""
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_timedelta64_dtype(dtype)
+
+
 def _default_target(frame: pd.DataFrame, variables: list[Hashable], features: str, origin: Origin) -> Hashable:
     """``S``/``MS`` without a named target: the last numeric column."""
-    numeric = [c for c in variables if pd.api.types.is_numeric_dtype(frame[c].dtype)
-               and not pd.api.types.is_timedelta64_dtype(frame[c].dtype)]
+    numeric = [c for c in variables if _holds_numbers(frame[c].dtype)]
     if not numeric:
         raise NonNumericColumnError(
             f"{origin.label}: features={features!r} forecasts one target, and none of the columns "
@@ -484,8 +488,7 @@ def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Or
                 f"{origin.label}: column {column!r} holds complex numbers ({dtype}). Fix: pass its real part, "
                 "its modulus or both as separate real columns."
             )
-        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_timedelta64_dtype(dtype)
-        if numeric:
+        if _holds_numbers(dtype):
             converted[column] = series.astype("float64")
             continue
         as_numbers = (
