@@ -53,8 +53,8 @@ from forecast.data.datamodule import standardize
 from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, DataError, NonFiniteForecastError, SeriesTooShortError, UnknownColumnError
-from forecast.metrics import pivot_report, sample_quantiles
-from forecast.models import MODELS, DataSpec, build_model, model_options
+from forecast.metrics import pivot_report
+from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.recipes import DEFAULT_RECIPE, get_recipe
@@ -79,7 +79,6 @@ WEIGHTS_FILE = "model.pt"
 FORMAT = "forecast.Forecaster"
 FORMAT_VERSION = 1
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
-SAMPLE_PATHS = 200  # sample paths drawn for the quantiles of a model that only samples
 
 # Option routing. The window, variables and seed are the constructor's own arguments,
 # the split is fit's and the windows to score evaluate's; batch size and workers are both
@@ -422,7 +421,7 @@ class Forecaster:
                                         extra_trainer_options=extra)
         self._model_options = model_options
         self._check_model_options()
-        self._new_module(nn.Identity(), None)  # validates loss, learning_rate and lr_schedule
+        self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         self._fitted: _FittedData | None = None
         self._module: ForecastModule | None = None
         self._datamodule: WindowDataModule | None = None
@@ -519,7 +518,7 @@ class Forecaster:
         return self._require_fitted()
 
     @property
-    def model(self) -> nn.Module:
+    def model(self) -> ForecastModel:
         """The trained model (after ``fit`` or ``load``)."""
         return self._require_fitted().model
 
@@ -575,7 +574,7 @@ class Forecaster:
             split=split, seed=training.seed, **self._data_options, **options,
         )
 
-    def _new_module(self, model: nn.Module, fitted: _FittedData | None) -> ForecastModule:
+    def _new_module(self, model: ForecastModel, fitted: _FittedData | None) -> ForecastModule:
         training = self._training
         return ForecastModule(
             model, loss=training.loss, learning_rate=training.learning_rate, lr_schedule=training.lr_schedule,
@@ -777,35 +776,19 @@ class Forecaster:
             )
         return point_original, original
 
-    def _model_quantiles(self, model: nn.Module, x: torch.Tensor, x_mark: torch.Tensor,
+    def _model_quantiles(self, model: ForecastModel, x: torch.Tensor, x_mark: torch.Tensor,
                          y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
         """``{level: [B, P, C_out]}`` on the model's scale from a probabilistic model, else ``{}``.
 
-        A model offers ``quantiles(x, x_mark, y_mark, levels)`` returning ``[Q, B, P, C_out]``
-        or ``{level: [B, P, C_out]}``, or ``sample(x, x_mark, y_mark, n_samples)`` returning
-        sample paths ``[S, B, P, C_out]``; a model whose method raises ConfigError (no
-        predictive distribution in this configuration) gives none. Sampling runs on a
-        private RNG seeded with ``seed``, so the same forecaster gives the same quantiles
-        every time.
+        Sampling runs on a private RNG seeded with ``seed``, so the same forecaster gives the
+        same quantiles every time.
         """
         levels = self._quantiles
-        quantile_method, sample_method = getattr(model, "quantiles", None), getattr(model, "sample", None)
-        if not levels or not (callable(quantile_method) or callable(sample_method)):
+        if not levels or not model.probabilistic:
             return {}
-        try:
-            with _private_rng(self.seed, x.device):
-                if callable(quantile_method):
-                    result = quantile_method(x, x_mark, y_mark, levels)
-                else:
-                    paths = sample_method(x, x_mark, y_mark, SAMPLE_PATHS)  # [S, B, P, C_out]
-                    result = sample_quantiles(paths, levels)  # [Q, B, P, C_out]
-        except ConfigError as error:  # e.g. a LogSparseTransformer with a point head has no distribution
-            logger.debug("no quantile forecasts from %s: %s", self._model_name, error)
-            return {}
-        if isinstance(result, Mapping):
-            by_level = {round(float(level), 9): values for level, values in result.items()}
-            return {level: by_level[round(level, 9)].to(torch.float64) for level in levels}
-        return {level: result[index].to(torch.float64) for index, level in enumerate(levels)}
+        with _private_rng(self.seed, x.device):
+            result = model.quantiles(x, x_mark, y_mark, levels)
+        return {level: result[level].to(torch.float64) for level in levels}
 
     def _forecast_frame(self, batch: Mapping[str, torch.Tensor], index: pd.DatetimeIndex) -> pd.DataFrame:
         point, quantiles = self._forecast(batch)
@@ -911,9 +894,8 @@ class Forecaster:
         ``[1, H, L, S]`` tensor for ``full``, ``LogSparseWeights`` for ``logsparse``
         (both with :func:`forecast.plotting.plot_attention`). With independent channels
         (the ``improved`` recipe) the leading dimension is one row per output variable,
-        ``C_out`` instead of 1. Models expose them by an
-        ``attention_weights(x, x_mark, y_mark)`` method or, like Informer, by
-        ``encode(x, x_mark, need_weights=True)``.
+        ``C_out`` instead of 1. A model without attention (``dlinear``, the baselines) raises
+        ConfigError.
         """
         model = self.model
         if window is not None:
@@ -921,11 +903,7 @@ class Forecaster:
         else:
             batch = self._future_input(df).batch
         with _inference(model, batch) as (x, x_mark, y_mark):
-            if callable(getattr(model, "attention_weights", None)):
-                return list(model.attention_weights(x, x_mark, y_mark))
-            if callable(getattr(model, "encode", None)):
-                return list(model.encode(x, x_mark, need_weights=True)[1])
-        raise ConfigError(f"model {self._model_name!r} has no attention weights to show.")
+            return list(model.attention_weights(x, x_mark, y_mark))
 
     # ---------------------------------------------------------------- save and load
 

@@ -29,7 +29,7 @@ Why not LightningCLI. The command line keeps its conventions (YAML with ``model`
 :class:`~forecast.Forecaster` instead of instantiating classes, because that serves
 users better here:
 
-* a model's sizes come from the data (DESIGN.md): LightningCLI builds the model and the
+* a model's sizes come from the data (docs/contracts.md): LightningCLI builds the model and the
   data module independently from their signatures, so the model would need a wrapper
   taking untyped options plus ``link_arguments`` that read the CSV while parsing; here
   each model's options are checked against its own config dataclass, with the valid

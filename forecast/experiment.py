@@ -4,7 +4,7 @@ This is the runner behind ``experiments/run.py`` and ``forecast sweep``. An
 :class:`Experiment` names a dataset, a registered model with its options, the window and
 the training recipe; :func:`run_experiment` trains it with a checkpoint every epoch under
 ``runs_dir/<run name>`` (resuming a killed run from ``last.ckpt``), tests the best epoch
-on every test window and appends the row (DESIGN.md's results format,
+on every test window and appends the row (docs/contracts.md, results rows,
 :mod:`forecast.results`) atomically. A run whose key is already in the results file is
 skipped, so repeating a command, a script or a sweep continues where it stopped.
 

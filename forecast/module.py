@@ -21,8 +21,9 @@ import torchmetrics
 from torch import nn
 
 from forecast.checks import require_choice, require_int, require_real
-from forecast.errors import NonFiniteForecastError
+from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
+from forecast.models.base import ForecastModel, horizon_target
 
 LossName = Literal["mse", "mae", "huber"]
 Schedule = Literal["halve", "cosine", "none"]
@@ -36,10 +37,11 @@ LR_SCHEDULES: tuple[str, ...] = ("halve", "cosine", "none")
 
 
 class ForecastModule(L.LightningModule):
-    """LightningModule around a model ``(x, x_mark, y_mark) -> [B, P, C_out]``.
+    """LightningModule around a :class:`~forecast.models.base.ForecastModel`.
 
     Args:
-        model: any forecasting ``nn.Module`` with the contract above.
+        model: the model; it trains on ``model.loss`` and is scored on ``forward`` (and on
+            ``sample`` when ``model.probabilistic``).
         loss: training loss on the standardized scale.
         learning_rate: Adam's initial learning rate.
         lr_schedule: ``halve`` (Informer: x0.5 after every epoch), ``cosine`` over
@@ -54,7 +56,7 @@ class ForecastModule(L.LightningModule):
 
     def __init__(
         self,
-        model: nn.Module,
+        model: ForecastModel,
         loss: LossName = "mse",
         learning_rate: float = 1e-4,
         lr_schedule: Schedule = "halve",
@@ -71,6 +73,9 @@ class ForecastModule(L.LightningModule):
         require_real("weight_decay", weight_decay, low=0)
         require_int("n_samples", n_samples, 1)
         require_int("sample_seed", sample_seed)
+        if not isinstance(model, ForecastModel):
+            raise ConfigError(f"ForecastModule needs a forecast.models.ForecastModel, got {type(model).__name__}; "
+                              "subclass ForecastModel (forward, and optionally loss, sample and quantiles)")
         self.save_hyperparameters(ignore=["model"])
         self.model = model
         self.loss_fn = LOSSES[loss]
@@ -96,8 +101,7 @@ class ForecastModule(L.LightningModule):
         return self.model(batch["x"], batch["x_mark"], batch["y_mark"])
 
     def _target(self, batch: dict[str, torch.Tensor], pred: torch.Tensor) -> torch.Tensor:
-        horizon, c_out = pred.shape[1], pred.shape[2]
-        return batch["y"][:, -horizon:, batch["y"].shape[2] - c_out:]  # [B, P, C_out]
+        return horizon_target(batch["y"], pred.shape[2], pred.shape[1])  # [B, P, C_out]
 
     def _output_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.hparams.output_mean is not None and self.hparams.output_scale is not None:
@@ -139,13 +143,7 @@ class ForecastModule(L.LightningModule):
     # -- training ----------------------------------------------------------------------------
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        # A model with its own objective (a Gaussian likelihood, teacher forcing) defines
-        # `training_loss(batch, loss_fn) -> scalar`; every other model is fitted with `loss`.
-        if hasattr(self.model, "training_loss"):
-            loss = self.model.training_loss(batch, self.loss_fn)
-        else:
-            pred = self(batch)
-            loss = self.loss_fn(pred, self._target(batch, pred))
+        loss = self.model.loss(batch, self.loss_fn)
         self.log("train_loss", loss, prog_bar=True, batch_size=batch["x"].shape[0])
         return loss
 
@@ -184,7 +182,7 @@ class ForecastModule(L.LightningModule):
 
     @property
     def probabilistic(self) -> bool:
-        return bool(getattr(self.model, "probabilistic", False))
+        return self.model.probabilistic
 
     def on_test_epoch_start(self) -> None:
         for metric in (*self.test_errors.values(), *self.test_quantiles.values()):

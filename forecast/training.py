@@ -2,7 +2,7 @@
 
 One place builds the Trainer (early stopping on validation loss, a checkpoint every
 epoch, the best one restored before testing), resumes a killed run from its last
-checkpoint, and turns a finished run into a results row (DESIGN.md).
+checkpoint, and turns a finished run into a results row (docs/contracts.md).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 import forecast
 from forecast.checks import require_bool, require_choice, require_int, require_real
 from forecast.errors import ConfigError
-from forecast.models.base import ScaleCalibrated
+from forecast.models.base import ForecastModel
 from forecast.module import LOSSES, LR_SCHEDULES
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,8 @@ class TrainingConfig:
     ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
     the model's forward with ``torch.compile``; benchmarks/README.md measures both
     (bf16 pays on CPUs with avx512_bf16; compiling pays only for long LogSparse runs).
-    ``calibrate_scale``: after training, a probabilistic model that can
-    (:class:`~forecast.models.base.ScaleCalibrated`) fits its predictive scale on the
+    ``calibrate_scale``: after training, a model that can (``model.calibratable``,
+    :class:`~forecast.models.base.ForecastModel`) fits its predictive scale on the
     validation windows (:func:`calibrate_on_validation`); the ``improved`` recipe turns it on.
     """
 
@@ -406,14 +406,17 @@ def last_checkpoint(run_dir: str | os.PathLike) -> Path | None:
     return path
 
 
-def calibrate_on_validation(model: torch.nn.Module, datamodule: Any, config: TrainingConfig) -> float | None:
+def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: TrainingConfig) -> float | None:
     """The recipe's last step: fit a probabilistic model's scale on the validation windows.
 
-    Runs when ``config.calibrate_scale`` is on and the model is a probabilistic
-    :class:`~forecast.models.base.ScaleCalibrated` (the Gaussian LogSparse); returns the
-    factor applied, or None. The model is evaluated in eval mode on its own device.
+    Runs when ``config.calibrate_scale`` is on and the model is ``calibratable`` (the one-shot
+    Gaussian LogSparse); returns the factor applied, or None. The model is evaluated in eval
+    mode on its own device.
     """
-    if not (config.calibrate_scale and isinstance(model, ScaleCalibrated) and model.probabilistic):
+    if not (config.calibrate_scale and model.calibratable):
+        if config.calibrate_scale and model.probabilistic:
+            log.info("%s has no predictive scale to calibrate; its distribution is used as trained",
+                     type(model).__name__)
         return None
     device = next(model.parameters()).device
     batches = ({name: tensor.to(device) for name, tensor in batch.items()} for batch in datamodule.val_dataloader())

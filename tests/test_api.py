@@ -14,19 +14,19 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 from matplotlib.figure import Figure
-from torch import nn
 
 import forecast
 from forecast import Forecaster
 from forecast.api import model_option_names
 from forecast.errors import ConfigError, DataError
 from forecast.layers.attention import ProbSparseWeights
-from forecast.models import MODELS
+from forecast.models import MODELS, ForecastModel
 from forecast.plotting import plot_attention, plot_probsparse
 from forecast.recipes import get_recipe
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 400, 32, 16, 8
 WINDOW = dict(seq_len=SEQ_LEN, label_len=LABEL_LEN, pred_len=PRED_LEN)
+ATTENTIVE = {"informer", "transformer", "logsparse"}  # the registered models with attention weights
 # the smallest sensible size of every model field that exists
 TINY_SIZES = {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "factor": 2, "dropout": 0.0}
 
@@ -387,7 +387,10 @@ def test_every_registered_model_works_through_the_forecaster(model, csv, frame, 
     assert np.isfinite(future.to_numpy()).all()
     assert set(fc.evaluate(detail=True)["scale"]) == {"standardized", "original"}
     pd.testing.assert_frame_equal(Forecaster.load(fc.save(tmp_path / model)).predict(frame), future)
-    if hasattr(fc.model, "encode") or hasattr(fc.model, "attention_weights"):
+    if model not in ATTENTIVE:
+        with pytest.raises(ConfigError, match="no attention weights"):
+            fc.attention_weights()
+    else:
         weights = fc.attention_weights()
         first = weights[0]
         figure = plot_probsparse(first) if isinstance(first, ProbSparseWeights) else plot_attention(first)
@@ -423,8 +426,10 @@ def test_gaussian_logsparse_adds_ordered_quantile_columns(csv, frame, tmp_path):
     assert len(fc.plot().axes[0].collections) == 1  # the 80% band
 
 
-class NoisyLast(nn.Module):
+class NoisyLast(ForecastModel):
     """Repeats the last value; ``sample`` adds unit Gaussian noise (standardized scale)."""
+
+    probabilistic = True
 
     def __init__(self, spec) -> None:
         super().__init__()
@@ -433,7 +438,7 @@ class NoisyLast(nn.Module):
     def forward(self, x, x_mark, y_mark):
         return x[:, -1:, -self.spec.c_out:].expand(-1, self.spec.pred_len, -1)  # [B, P, C_out]
 
-    def sample(self, x, x_mark, y_mark, n_samples):
+    def sample(self, x, x_mark, y_mark, n_samples, generator=None):
         mean = self(x, x_mark, y_mark)
         return mean + torch.randn(n_samples, *mean.shape)  # [S, B, P, C_out]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -238,6 +239,22 @@ def test_help_lists_every_subcommand(capsys):
     out = capsys.readouterr().out
     for command in ("fit", "validate", "test", "predict", "sweep", "report", "splits", "demo"):
         assert command in out
+
+
+def test_python_dash_m_forecast_is_the_console_script():
+    done = subprocess.run([sys.executable, "-m", "forecast", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "{fit,validate,test,predict,sweep,report,splits,demo}" in done.stdout
+
+
+def test_documents_the_package_cites_are_in_the_repository():
+    root = Path(__file__).resolve().parent.parent
+    cited = set()
+    for path in (root / "forecast").rglob("*.py"):
+        cited.update(re.findall(r"\b(?:docs/[\w.-]+\.md|[A-Z]+\.md)\b", path.read_text()))
+    assert cited >= {"docs/contracts.md", "docs/pitfalls.md"}
+    cited.discard("FILE.md")  # a placeholder in usage lines
+    missing = sorted(name for name in cited if not (root / name).exists() and not (root / "docs" / name).exists())
+    assert not missing, f"docstrings cite documents the repository lacks: {missing}"
 
 
 def test_demo_prints_the_splits_and_a_report_of_four_models(workdir, capsys):

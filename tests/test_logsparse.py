@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import torch.nn.functional as F
 
 from forecast.data import WindowDataModule
 from forecast.errors import ConfigError, DataError
@@ -70,9 +71,7 @@ def as_batch(s: DataSpec, x, x_mark, y_mark, future) -> dict[str, torch.Tensor]:
 
 
 def objective(model: LogSparseTransformer, s: DataSpec, x, x_mark, y_mark, future) -> torch.Tensor:
-    if hasattr(model, "training_loss"):
-        return model.training_loss(as_batch(s, x, x_mark, y_mark, future))
-    return model(x, x_mark, y_mark).square().mean()
+    return model.loss(as_batch(s, x, x_mark, y_mark, future))
 
 
 # ------------------------------------------------------------------------------- contract
@@ -102,11 +101,21 @@ def test_registry_builds_it_and_refuses_foreign_options():
         build_model("logsparse", s, factor=2)
 
 
-def test_training_loss_exists_only_when_the_model_brings_its_own_objective():
-    s = spec("S")
-    assert not hasattr(model_for(s, decoding="one_shot", head="point"), "training_loss")
-    assert hasattr(model_for(s, decoding="one_shot", head="gaussian"), "training_loss")
-    assert hasattr(model_for(s, decoding="autoregressive", head="point"), "training_loss")
+def test_loss_is_the_given_point_loss_one_shot_and_the_models_own_objective_otherwise():
+    s = spec("MS")
+    x, x_mark, y_mark = inputs(s)
+    batch = as_batch(s, x, x_mark, y_mark, future_values(s))
+    target = batch["y"][:, -s.pred_len:, -s.c_out:]  # [B, P, C_out]
+    point = model_for(s, decoding="one_shot", head="point").eval()
+    torch.testing.assert_close(point.loss(batch, F.l1_loss), F.l1_loss(point(x, x_mark, y_mark), target))
+    gaussian = model_for(s, decoding="one_shot", head="gaussian").eval()
+    prediction = gaussian.step_outputs(x, x_mark, y_mark)
+    nll = -torch.distributions.Normal(prediction.mean[:, -s.pred_len:], prediction.scale[:, -s.pred_len:]).log_prob(target)
+    torch.testing.assert_close(gaussian.loss(batch, F.l1_loss), nll.mean())  # the likelihood, whatever loss_fn
+    teacher_forced = model_for(s, decoding="autoregressive", head="point").eval()
+    assert not torch.allclose(teacher_forced.loss(batch), F.mse_loss(teacher_forced(x, x_mark, y_mark), target))
+    assert (point.calibratable, gaussian.calibratable) == (False, True)
+    assert not model_for(s, decoding="autoregressive", head="gaussian").calibratable
 
 
 @pytest.mark.parametrize("decoding, head, channels", MODES)
@@ -297,7 +306,7 @@ def test_sparse_fast_path_matches_the_dense_reference(seq_len, pred_len, local_w
     dense.load_state_dict(fast.state_dict())
     x, x_mark, y_mark = inputs(s, dtype=torch.float64)
     batch = as_batch(s, x, x_mark, y_mark, future_values(s, dtype=torch.float64))
-    losses = [model.training_loss(batch) for model in (fast, dense)]
+    losses = [model.loss(batch) for model in (fast, dense)]
     for loss in losses:
         loss.backward()
     torch.testing.assert_close(losses[0], losses[1], rtol=1e-10, atol=1e-12)
@@ -550,7 +559,7 @@ def trained_on_noisy_sine(request):
     draws = torch.Generator().manual_seed(0)
     for _ in range(100):
         batch = noisy_sine_windows(s, torch.randint(0, 2000 - 40, (32,), generator=draws))
-        loss = model.training_loss(batch)
+        loss = model.loss(batch)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from forecast.errors import ConfigError
-from forecast.models import MODELS, DataSpec, Informer, InformerConfig, build_model, model_options
+from forecast.models import MODELS, DataSpec, ForecastModel, Informer, InformerConfig, build_model, model_options
 
 TINY = dict(d_model=16, n_heads=2, d_ff=32, e_layers=2, d_layers=1, dropout=0.0, factor=2)
 LAYOUTS = {"M": (3, 3), "S": (1, 1), "MS": (3, 1)}  # features -> (c_in, c_out)
@@ -46,7 +47,50 @@ def test_every_registered_model_keeps_the_contract(name):
     options = baselines[name] if name in baselines else {
         k: v for k, v in TINY.items() if name != "logsparse" or k in ("d_model", "n_heads")}
     model = build_model(name, s, **options)
+    assert isinstance(model, ForecastModel)
     assert model(*batch(s)).shape == (3, 6, 1)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_default_loss_is_the_given_loss_of_forward_against_the_horizon(name):
+    s = spec("MS", seq_len=24, label_len=12, pred_len=6)
+    options = {"seasonal_naive": {"season_length": 12}}.get(name, {})
+    model = build_model(name, s, **options).eval()
+    x, x_mark, y_mark = batch(s)
+    y = torch.randn(3, s.label_len + s.pred_len, s.c_in)
+    expected = F.l1_loss(model(x, x_mark, y_mark), y[:, -s.pred_len:, -1:])
+    torch.testing.assert_close(model.loss({"x": x, "y": y, "x_mark": x_mark, "y_mark": y_mark}, F.l1_loss), expected)
+
+
+def test_capabilities_a_model_does_not_declare_raise_clear_errors():
+    s = spec("S")
+    model = build_model("dlinear", s)
+    assert not model.probabilistic and not model.calibratable
+    for call, message in ((lambda: model.sample(*batch(s), 5), "points only"),
+                          (lambda: model.quantiles(*batch(s), (0.1, 0.9)), "points only"),
+                          (lambda: model.calibrate_scale([]), "no predictive scale"),
+                          (lambda: model.attention_weights(*batch(s)), "no attention weights")):
+        with pytest.raises(ConfigError, match=message):
+            call()
+    weights = build_model("informer", s, **TINY).eval().attention_weights(*batch(s))
+    assert len(weights) == TINY["e_layers"]
+
+
+def test_default_quantiles_are_those_of_the_sample_paths():
+    s = spec("S", seq_len=48, pred_len=6)
+    model = build_model("seasonal_naive", s, season_length=12)
+    x, x_mark, y_mark = batch(s)
+    quantiles = model.quantiles(x, x_mark, y_mark, (0.1, 0.5, 0.9), n_samples=50,
+                                generator=torch.Generator().manual_seed(4))
+    paths = model.sample(x, x_mark, y_mark, 50, torch.Generator().manual_seed(4))  # [S, B, P, C_out]
+    for level, values in quantiles.items():
+        torch.testing.assert_close(values, torch.quantile(paths, level, dim=0))
+
+
+def test_the_registry_refuses_a_model_outside_the_contract(monkeypatch):
+    monkeypatch.setitem(MODELS, "plain", lambda spec: torch.nn.Linear(1, 1))
+    with pytest.raises(ConfigError, match="not a forecast.models.ForecastModel; subclass it"):
+        build_model("plain", spec())
 
 
 def test_informer_stack_concatenates_encoders_over_halved_inputs():

@@ -163,7 +163,7 @@ def test_logsparse_revin_trains_autoregressive_mode_on_the_horizon_only():
     net = model("logsparse", s, revin=True, decoding="autoregressive")
     x, x_mark, y_mark = batch(s)
     y = torch.cat([x[:, -s.label_len:], torch.randn(3, s.pred_len, 1)], dim=1)
-    loss = net.training_loss({"x": x, "y": y, "x_mark": x_mark, "y_mark": y_mark})
+    loss = net.loss({"x": x, "y": y, "x_mark": x_mark, "y_mark": y_mark})
     prediction = net.step_outputs(x, x_mark, y_mark, future=y[:, -s.pred_len:]).mean
     torch.testing.assert_close(loss, torch.nn.functional.mse_loss(prediction[:, s.seq_len:], y[:, -s.pred_len:]))
 

@@ -122,3 +122,19 @@ def test_a_forecaster_in_the_improved_recipe_calibrates_its_gaussian_scale():
     improved = Forecaster("logsparse", **options).fit(frame)
     paper = Forecaster("logsparse", recipe="paper", **options).fit(frame)
     assert float(improved.model.scale_factor) != 1.0 and float(paper.model.scale_factor) == 1.0
+
+
+def test_calibration_skips_a_model_without_a_fitted_scale_instead_of_failing_after_training():
+    from forecast.models import DataSpec, build_model
+    from forecast.training import calibrate_on_validation
+
+    class NoWindows:  # calibration must not even ask for the windows of a model it skips
+        def val_dataloader(self):
+            raise AssertionError("calibration read windows for a model it cannot calibrate")
+
+    spec = DataSpec(seq_len=12, label_len=6, pred_len=3, c_in=1, c_out=1, n_time_features=4)
+    config = TrainingConfig(calibrate_scale=True)
+    for model in (build_model("logsparse", spec, head="gaussian", decoding="autoregressive", d_model=8, n_heads=2),
+                  build_model("seasonal_naive", spec, season_length=4),
+                  build_model("dlinear", spec)):
+        assert calibrate_on_validation(model, NoWindows(), config) is None

@@ -7,7 +7,7 @@ Two encodings, as in the field:
 * ``fixed`` / ``learned``: integer calendar fields (month, day, weekday, hour, ...) that
   index embedding tables; :func:`time_feature_sizes` gives each table's size.
 
-Deliberate deviations from the field's code (PITFALLS.md): the frequency is parsed as a
+Deliberate deviations from the field's code (docs/pitfalls.md): the frequency is parsed as a
 pandas offset, not cut to its last character, so ``'15min'``, ``'10min'``, ``'2h'`` or
 ``'W-TUE'`` all work; the finest integer field is bucketed by the series' own step, not
 by a hard-coded ``minute // 15`` (15-minute data gets 4 minute values, 10-minute data 6).

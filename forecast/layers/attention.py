@@ -392,7 +392,7 @@ class ProbSparseAttention(nn.Module):
     queries exact attention over all keys, and fills the other ("lazy") queries with
     the mean of the values. ``causal=True`` is the masked decoder variant.
 
-    Deliberate deviations from the original code (PITFALLS.md):
+    Deliberate deviations from the original code (docs/pitfalls.md):
 
     * Sampling is reproducible. In eval mode the key sample is drawn from a fresh
       generator seeded with ``seed``, so the same input always gives the same output.

@@ -3,7 +3,7 @@
 Convention: a boolean mask is ``True`` where a query MAY attend a key. Masks are
 applied with boolean masking (``masked_fill(~mask, -inf)`` or SDPA's boolean
 ``attn_mask``), never by adding a large negative number: an additive ``-1e9``
-overflows or leaks under half precision (see PITFALLS.md).
+overflows or leaks under half precision (see docs/pitfalls.md).
 
 Causal alignment is "top-left", the same as ``scaled_dot_product_attention(...,
 is_causal=True)``: query ``i`` may see keys ``j <= i``. For self-attention (L == S)

@@ -1,7 +1,8 @@
 """Forecasting models (torch only) and the explicit registry of their names.
 
-Every model: ``forward(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + P, F])
--> [B, P, C_out]``, built from a ``DataSpec`` (sizes from the data) and its own options.
+Every model is a :class:`~forecast.models.base.ForecastModel`: ``forward(x [B, L, C_in],
+x_mark [B, L, F], y_mark [B, label_len + P, F]) -> [B, P, C_out]`` and the optional
+capabilities it declares, built from a ``DataSpec`` (sizes from the data) and its own options.
 """
 
 from __future__ import annotations
@@ -9,43 +10,41 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from torch import nn
-
 from forecast.errors import ConfigError
-from forecast.models.base import DataSpec
+from forecast.models.base import DataSpec, ForecastModel
 from forecast.models.dlinear import DLinear, DLinearConfig
 from forecast.models.informer import Informer, InformerConfig
 from forecast.models.logsparse import LogSparseConfig, LogSparseTransformer
 from forecast.models.naive import RepeatLast, SeasonalNaive, SeasonalNaiveConfig
 
 
-def _informer(spec: DataSpec, **options: Any) -> nn.Module:
+def _informer(spec: DataSpec, **options: Any) -> ForecastModel:
     return Informer(spec, InformerConfig(**options))
 
 
-def _transformer(spec: DataSpec, **options: Any) -> nn.Module:
+def _transformer(spec: DataSpec, **options: Any) -> ForecastModel:
     """The paper's Informer-dagger: full attention everywhere and no distilling."""
     return Informer(spec, InformerConfig(attention="full", decoder_attention="full",
                                          distil=False, **options))
 
 
-def _logsparse(spec: DataSpec, **options: Any) -> nn.Module:
+def _logsparse(spec: DataSpec, **options: Any) -> ForecastModel:
     return LogSparseTransformer(spec, LogSparseConfig(**options))
 
 
-def _dlinear(spec: DataSpec, **options: Any) -> nn.Module:
+def _dlinear(spec: DataSpec, **options: Any) -> ForecastModel:
     return DLinear(spec, DLinearConfig(**options))
 
 
-def _naive(spec: DataSpec) -> nn.Module:
+def _naive(spec: DataSpec) -> ForecastModel:
     return RepeatLast(spec)
 
 
-def _seasonal_naive(spec: DataSpec, **options: Any) -> nn.Module:
+def _seasonal_naive(spec: DataSpec, **options: Any) -> ForecastModel:
     return SeasonalNaive(spec, SeasonalNaiveConfig(**options))
 
 
-MODELS: dict[str, Callable[..., nn.Module]] = {
+MODELS: dict[str, Callable[..., ForecastModel]] = {
     "informer": _informer,
     "transformer": _transformer,
     "logsparse": _logsparse,
@@ -78,7 +77,7 @@ def model_options(name: str) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(config) if f.name not in fixed) if config else ()
 
 
-def build_model(name: str, spec: DataSpec, **options: Any) -> nn.Module:
+def build_model(name: str, spec: DataSpec, **options: Any) -> ForecastModel:
     """Build the registered model ``name`` for ``spec`` with model-specific ``options``."""
     known = model_options(name)
     if name in _CONFIGS:  # a model registered at run time checks its own options
@@ -88,7 +87,12 @@ def build_model(name: str, spec: DataSpec, **options: Any) -> nn.Module:
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise ConfigError(f"model {name!r} has no option(s) {unknown}; its options are {list(known) or 'none'}")
-    return MODELS[name](spec, **options)
+    model = MODELS[name](spec, **options)
+    if not isinstance(model, ForecastModel):
+        raise ConfigError(f"model {name!r} built a {type(model).__name__}, which is not a "
+                          "forecast.models.ForecastModel; subclass it (it declares forward and the optional "
+                          "loss, sample/quantiles, calibrate_scale and attention_weights)")
+    return model
 
 
 __all__ = [
@@ -97,6 +101,7 @@ __all__ = [
     "DLinear",
     "DLinearConfig",
     "DataSpec",
+    "ForecastModel",
     "Informer",
     "InformerConfig",
     "LogSparseConfig",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 
-from forecast.checks import require_choice, require_int, require_ints
+from forecast.checks import require_choice, require_int, require_ints, require_levels
 from forecast.errors import ConfigError
 
 
@@ -62,16 +62,86 @@ class DataSpec:
         )
 
 
-@runtime_checkable
-class ScaleCalibrated(Protocol):
-    """A probabilistic model whose predictive scale can be fitted on held-out windows after training.
+# torch.quantile refuses inputs of more than 2**24 elements.
+_QUANTILE_MAX_ELEMENTS = 2**24
 
-    ``calibrate_scale(batches, coverage)`` sets the model's scale so that its central
-    ``coverage`` interval covers that share of the windows in ``batches`` (dicts with
-    ``x``, ``y``, ``x_mark``, ``y_mark``) and returns the factor it applied. It raises
-    ConfigError when the configuration has no scale to fit (a point head).
+
+def path_quantiles(paths: Tensor, levels: Sequence[float]) -> dict[float, Tensor]:
+    """Empirical quantiles (linear interpolation) of sample paths: ``[S, B, P, C] -> {level: [B, P, C]}``."""
+    checked = require_levels("levels", levels)
+    n_samples = paths.shape[0]
+    flat = paths.reshape(n_samples, -1)  # [S, B*P*C]
+    probabilities = torch.tensor(checked, dtype=paths.dtype, device=paths.device)
+    columns = max(1, _QUANTILE_MAX_ELEMENTS // n_samples)
+    parts = [torch.quantile(part, probabilities, dim=0) for part in flat.split(columns, dim=1)]
+    values = torch.cat(parts, dim=1).reshape(len(checked), *paths.shape[1:])  # [Q, B*P*C] -> [Q, B, P, C]
+    return {level: values[index] for index, level in enumerate(checked)}
+
+
+def horizon_target(y: Tensor, c_out: int, horizon: int) -> Tensor:
+    """The values a forecast is scored against: ``y [B, label_len + P, C_in] -> [B, P, C_out]``.
+
+    The last ``horizon`` steps of the output variables (the last ``c_out`` columns).
+    """
+    return y[:, y.shape[1] - horizon:, y.shape[2] - c_out:]  # [B, P, C_out]
+
+
+class ForecastModel(nn.Module):
+    """The contract of every registered model, relied on by ForecastModule, the Forecaster and the recipe.
+
+    Required: :meth:`forward` ``(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + P, F])
+    -> [B, P, C_out]`` on the standardized scale, and the :class:`DataSpec` it was built for
+    in ``self.spec``.
+
+    Optional capabilities each have a default that declares them absent, so callers ask the
+    model, never ``hasattr``:
+
+    * :meth:`loss`: the training objective of a batch. Default: the given point loss of
+      ``forward`` against the horizon; a model with its own objective (a likelihood,
+      teacher forcing) overrides it.
+    * :attr:`probabilistic` (False) with :meth:`sample` and :meth:`quantiles`: predictive
+      distributions. :meth:`quantiles` defaults to the empirical quantiles of sample paths.
+    * :attr:`calibratable` (False) with :meth:`calibrate_scale`: a predictive scale fitted on
+      held-out windows after training.
+    * :meth:`attention_weights`: per-layer attention weights of one input, for plotting.
     """
 
-    probabilistic: bool
+    spec: DataSpec
 
-    def calibrate_scale(self, batches: Iterable[Mapping[str, Tensor]], coverage: float = 0.8) -> float: ...
+    def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define forward(x, x_mark, y_mark)")
+
+    def loss(self, batch: Mapping[str, Tensor], loss_fn: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
+        """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale."""
+        pred = self(batch["x"], batch["x_mark"], batch["y_mark"])  # [B, P, C_out]
+        return loss_fn(pred, horizon_target(batch["y"], pred.shape[2], pred.shape[1]))
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether :meth:`sample` and :meth:`quantiles` forecast distributions."""
+        return False
+
+    def sample(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, n_samples: int,
+               generator: torch.Generator | None = None) -> Tensor:
+        """Sample paths ``[S, B, P, C_out]`` on the standardized scale (probabilistic models)."""
+        raise ConfigError(f"{type(self).__name__} forecasts points only; it has no sample paths")
+
+    def quantiles(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, levels: Sequence[float],
+                  n_samples: int = 200, generator: torch.Generator | None = None) -> dict[float, Tensor]:
+        """Quantile forecasts ``{level: [B, P, C_out]}``: by default those of ``n_samples`` paths."""
+        require_levels("levels", levels)
+        return path_quantiles(self.sample(x, x_mark, y_mark, n_samples, generator), levels)
+
+    @property
+    def calibratable(self) -> bool:
+        """Whether :meth:`calibrate_scale` can fit a predictive scale."""
+        return False
+
+    def calibrate_scale(self, batches: Iterable[Mapping[str, Tensor]], coverage: float = 0.8) -> float:
+        """Fit the predictive scale so the central ``coverage`` interval covers that share of
+        ``batches`` (held-out windows); returns the factor applied."""
+        raise ConfigError(f"{type(self).__name__} has no predictive scale to calibrate")
+
+    def attention_weights(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> list[object]:
+        """Per-layer attention weights of the input windows (see :mod:`forecast.layers.attention`)."""
+        raise ConfigError(f"{type(self).__name__} has no attention weights to show")

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
 from forecast.layers.normalization import ReversibleInstanceNorm, validate_revin_options
-from forecast.models.base import DataSpec
+from forecast.models.base import DataSpec, ForecastModel
 
 __all__ = ["DLinear", "DLinearConfig", "moving_average"]
 
@@ -66,7 +66,7 @@ class _Linear(nn.Module):
         return torch.stack([linear(x[:, i]) for i, linear in enumerate(self.maps)], dim=1)  # [B, C, P]
 
 
-class DLinear(nn.Module):
+class DLinear(ForecastModel):
     """``forward(x [B, L, C_in], x_mark, y_mark) -> [B, P, C_out]``; calendar features are unused.
 
     The output variables are the last ``C_out`` inputs; the other inputs (``MS``'s

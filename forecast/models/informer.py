@@ -37,7 +37,7 @@ from forecast.layers.blocks import (
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import DataEmbedding, PaddingMode
 from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
-from forecast.models.base import DataSpec
+from forecast.models.base import DataSpec, ForecastModel
 
 Channels = Literal["joint", "independent"]
 
@@ -95,7 +95,7 @@ class InformerConfig:
                               f"got attention_options={self.attention_options!r}")
 
 
-class Informer(nn.Module):
+class Informer(ForecastModel):
     """Encoder-decoder forecaster with a generative one-shot decoder.
 
     ``forward(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + P, F]) -> [B, P, C_out]``.
@@ -181,6 +181,10 @@ class Informer(nn.Module):
         """
         _, x, x_mark = self._sequences(x, x_mark)
         return self._encode(x, x_mark, need_weights)
+
+    def attention_weights(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> list[object]:
+        """The encoder's attention weights, one entry per layer (stacked encoders in order)."""
+        return list(self.encode(x, x_mark, need_weights=True)[1])
 
     def _encode(self, x: torch.Tensor, x_mark: torch.Tensor, need_weights: bool = False):
         embedded = self.encoder_embedding(x, x_mark)  # [B', L, D]

@@ -44,7 +44,7 @@ Heads (``LogSparseConfig.head``): ``point``, or ``gaussian`` (mean and
 ``softplus(.) + min_scale`` scale, trained by Gaussian negative log-likelihood on the
 standardized targets; ``forward`` returns the mean, which is also the median).
 
-Deliberate deviations from the public implementation (see PITFALLS.md): the
+Deliberate deviations from the public implementation (see docs/pitfalls.md): the
 log-sparse pattern is never a dense additive mask (the attention's fast path shifts
 views), ``sub_len=1`` is refused rather than leaking the future, and the series-id
 embedding is added to the token, never overwritten by the position embedding.
@@ -70,17 +70,13 @@ from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
 from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
-from forecast.models.base import DataSpec
+from forecast.models.base import DataSpec, ForecastModel, path_quantiles
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
 
 Decoding = Literal["one_shot", "autoregressive"]
 Head = Literal["point", "gaussian"]
 Channels = Literal["independent", "joint"]
-
-# torch.quantile refuses inputs with more elements than this.
-_QUANTILE_MAX_ELEMENTS = 2**24
-
 
 @dataclass(frozen=True)
 class LogSparseConfig:
@@ -209,14 +205,13 @@ def _attend_newest(
     return out.to(values[0].dtype)
 
 
-class LogSparseTransformer(nn.Module):
+class LogSparseTransformer(ForecastModel):
     """Decoder-only LogSparse Transformer; see the module docstring for tokens, decoding, variables and heads.
 
     ``forward(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + P, F]) -> [B, P, C_out]``
     (the point forecast). The Gaussian head adds :meth:`sample` and :meth:`quantiles`.
-    ``training_loss(batch)`` exists when the model brings its own objective (Gaussian
-    head, or teacher forcing in autoregressive mode); otherwise ForecastModule fits
-    the forward output with its loss.
+    :meth:`loss` is the model's own objective: the Gaussian likelihood, teacher forcing in
+    autoregressive mode, or the given point loss over the one-shot horizon.
     """
 
     def __init__(self, spec: DataSpec, config: LogSparseConfig | None = None):
@@ -554,28 +549,15 @@ class LogSparseTransformer(nn.Module):
 
     # -- training ----------------------------------------------------------------------------
 
-    @property
-    def training_loss(self) -> Callable[..., Tensor]:
-        """The model's own objective, present only when it has one.
-
-        Gaussian head: negative log-likelihood. Autoregressive decoding: teacher forcing
-        over every token. A one-shot point model has none (``hasattr`` is False), so
-        ForecastModule applies its configured loss to ``forward``.
-        """
-        if self.config.head == "point" and self.config.decoding == "one_shot":
-            raise AttributeError("a one-shot point model has no training_loss; fit forward's output")
-        return self._training_loss
-
-    def _training_loss(
-        self, batch: dict[str, Tensor], loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None
-    ) -> Tensor:
+    def loss(self, batch: Mapping[str, Tensor], loss_fn: Callable[[Tensor, Tensor], Tensor] = F.mse_loss) -> Tensor:
         """Scalar loss of a batch (x, y, x_mark, y_mark) on the standardized scale.
+
+        Gaussian head: negative log-likelihood, ``loss_fn`` unused. Point head: ``loss_fn``.
 
         One-shot: the P horizon steps. Autoregressive: steps 1..L+P-1 teacher-forced
         (step 0 has no previous value), or with ``revin`` the P horizon steps teacher-forced:
         the window's own steps are normalized by statistics that include the very value each
         step forecasts (the normalized window sums to zero), a leak no horizon step has.
-        ``loss_fn`` (default MSE) is the point head's loss.
         """
         x, y, x_mark, y_mark = batch["x"], batch["y"], batch["x_mark"], batch["y_mark"]
         horizon = self.spec.pred_len
@@ -589,7 +571,7 @@ class LogSparseTransformer(nn.Module):
         target = torch.cat([x, future], dim=1)[:, first:, self.n_exogenous :]  # [B, T - first, C_out]
         mean = prediction.mean[:, first:]
         if prediction.scale is None:
-            return (loss_fn or F.mse_loss)(mean, target)
+            return loss_fn(mean, target)
         return -torch.distributions.Normal(mean, prediction.scale[:, first:]).log_prob(target).mean()
 
     # -- probabilistic forecasts -------------------------------------------------------------
@@ -598,6 +580,11 @@ class LogSparseTransformer(nn.Module):
     def probabilistic(self) -> bool:
         """Whether :meth:`sample` and :meth:`quantiles` are available (the Gaussian head)."""
         return self.config.head == "gaussian"
+
+    @property
+    def calibratable(self) -> bool:
+        """Whether :meth:`calibrate_scale` applies: a one-shot Gaussian head."""
+        return self.probabilistic and self.config.decoding == "one_shot"
 
     def _require_gaussian(self, what: str) -> None:
         if not self.probabilistic:
@@ -695,11 +682,4 @@ class LogSparseTransformer(nn.Module):
             horizon = self.spec.pred_len
             normal = torch.distributions.Normal(prediction.mean[:, -horizon:], prediction.scale[:, -horizon:])
             return {level: normal.icdf(torch.full_like(normal.loc, level)) for level in checked}
-        samples = self.sample(x, x_mark, y_mark, n_samples, generator, chunk_size)  # [S, B, P, C_out]
-        flat = samples.reshape(n_samples, -1)  # [S, B*P*C_out]
-        probabilities = torch.tensor(checked, dtype=samples.dtype, device=samples.device)
-        columns = max(1, _QUANTILE_MAX_ELEMENTS // n_samples)
-        parts = [torch.quantile(part, probabilities, dim=0) for part in flat.split(columns, dim=1)]
-        values = torch.cat(parts, dim=1)  # [Q, B*P*C_out]
-        values = values.reshape(len(checked), *samples.shape[1:])  # [Q, B*P*C_out] -> [Q, B, P, C_out]
-        return {level: values[index] for index, level in enumerate(checked)}
+        return path_quantiles(self.sample(x, x_mark, y_mark, n_samples, generator, chunk_size), checked)

@@ -6,14 +6,13 @@ import math
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from forecast.checks import require_int
 from forecast.errors import ConfigError
-from forecast.models.base import DataSpec
+from forecast.models.base import DataSpec, ForecastModel
 
 
-class RepeatLast(nn.Module):
+class RepeatLast(ForecastModel):
     """``x [B, L, C_in] -> [B, P, C_out]``: the last step of the output variables, repeated.
 
     Output variables are the last ``C_out`` inputs (the target sits last for S/MS).
@@ -41,7 +40,7 @@ class SeasonalNaiveConfig:
         require_int("season_length", self.season_length, 1, hint="the period in steps")
 
 
-class SeasonalNaive(nn.Module):
+class SeasonalNaive(ForecastModel):
     """``x [B, L, C_in] -> [B, P, C_out]``: the last observed season, repeated over the horizon.
 
     The probabilistic floor for rho-risks and interval coverage: :meth:`sample` draws

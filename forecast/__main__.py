@@ -1,0 +1,7 @@
+"""``python -m forecast``: the ``forecast`` command line."""
+
+import sys
+
+from forecast.cli import main
+
+sys.exit(main())
