@@ -32,7 +32,6 @@ import os
 import pickle
 import tempfile
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +41,16 @@ import pandas as pd
 import torch
 from lightning.pytorch.callbacks import Callback
 from matplotlib.figure import Figure
-from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 import forecast
 from forecast import datasets as registry
 from forecast.checks import require_bool, require_choice, require_levels
-from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_series, time_features
-from forecast.data.datamodule import standardize
+from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_series
+from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
-from forecast.errors import ConfigError, DataError, NonFiniteForecastError, SeriesTooShortError, UnknownColumnError
+from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.metrics import pivot_report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
@@ -215,107 +213,6 @@ def _write_json(path: Path, content: Mapping[str, Any]) -> None:
         raise
 
 
-# ------------------------------------------------------------------- fitted data state
-
-
-@dataclass(frozen=True)
-class _FittedData:
-    """What forecasting new data needs from the fit: variables, frequency, scaler and sizes."""
-
-    input_columns: tuple[Hashable, ...]
-    output_columns: tuple[Hashable, ...]
-    freq: str
-    dataset: str
-    prepare_options: dict[str, Any]  # the keyword arguments of forecast.data.prepare_series
-    spec: DataSpec
-    scaler: StandardScaler
-
-    @classmethod
-    def from_datamodule(cls, dm: WindowDataModule) -> _FittedData:
-        return cls(tuple(dm.input_columns), tuple(dm.output_columns), dm.freq, dm.dataset_name,
-                   dm.prepare_options, DataSpec.from_datamodule(dm), dm.scaler)
-
-    @property
-    def output_mean(self) -> np.ndarray:
-        return self.scaler.mean_[-len(self.output_columns):]  # [C_out] float64
-
-    @property
-    def output_scale(self) -> np.ndarray:
-        return self.scaler.scale_[-len(self.output_columns):]  # [C_out] float64
-
-    def to_original(self, values: np.ndarray) -> np.ndarray:
-        """Model-scale outputs ``[..., C_out]`` in original units (float64)."""
-        return values.astype(np.float64) * self.output_scale + self.output_mean
-
-    def future_batch(self, data: Table) -> FutureBatch:
-        """The model input for the P steps after the last row of ``data``, as
-        ``WindowDataModule.future_batch`` builds it, from the saved scaler (no refit)."""
-        seq_len, label_len, pred_len = self.spec.seq_len, self.spec.label_len, self.spec.pred_len
-        series = prepare_series(data, **self.prepare_options)
-        if series.input_columns != self.input_columns:
-            raise UnknownColumnError(
-                f"{series.source}: variables {list(series.input_columns)!r} differ from those the model was "
-                f"fitted on {list(self.input_columns)!r}. Fix: pass a frame with the same columns."
-            )
-        if series.n_rows < seq_len:
-            raise SeriesTooShortError(
-                f"{series.source}: has {series.n_rows} rows; forecasting the future needs the last "
-                f"seq_len={seq_len} rows. Fix: pass a longer frame."
-            )
-        offset, encoding = series.freq, self.spec.time_encoding
-        x_dates = series.dates[-seq_len:]  # [L]
-        future_index = pd.date_range(start=x_dates[-1] + offset, periods=pred_len, freq=offset,
-                                     name=series.date_column)  # [P]
-        y_dates = x_dates[seq_len - label_len:].append(future_index)  # [label_len+P]
-        x = standardize(self.scaler, series.values[-seq_len:], series.input_columns, series.source,
-                        first_row=series.n_rows - seq_len)  # [L, C]
-        y = np.full((label_len + pred_len, x.shape[1]), np.nan, dtype=np.float32)  # [label_len+P, C]
-        y[:label_len] = x[seq_len - label_len:]
-        batch = {
-            "x": torch.from_numpy(x).unsqueeze(0),  # [1, L, C]
-            "y": torch.from_numpy(y).unsqueeze(0),  # [1, label_len+P, C]
-            "x_mark": torch.from_numpy(time_features(x_dates, offset, encoding)).unsqueeze(0),  # [1, L, F]
-            "y_mark": torch.from_numpy(time_features(y_dates, offset, encoding)).unsqueeze(0),  # [1, label_len+P, F]
-        }
-        return FutureBatch(batch, future_index)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "input_columns": _jsonable(list(self.input_columns), "input_columns"),
-            "output_columns": _jsonable(list(self.output_columns), "output_columns"),
-            "freq": self.freq,
-            "prepare_options": _jsonable(self.prepare_options, "prepare_options"),
-            "spec": _jsonable(dataclasses.asdict(self.spec), "spec"),
-        }
-
-    def scaler_json(self) -> dict[str, Any]:
-        return {
-            "columns": _jsonable(list(self.input_columns), "input_columns"),
-            "mean": self.scaler.mean_.tolist(),
-            "scale": self.scaler.scale_.tolist(),
-            "var": self.scaler.var_.tolist(),
-            "n_samples_seen": int(np.max(self.scaler.n_samples_seen_)),
-        }
-
-    @classmethod
-    def from_json(cls, fitted: Mapping[str, Any], scaler: Mapping[str, Any]) -> _FittedData:
-        spec = dict(fitted["spec"])
-        if spec.get("time_feature_sizes") is not None:
-            spec["time_feature_sizes"] = tuple(spec["time_feature_sizes"])
-        standard = StandardScaler()
-        standard.mean_ = np.asarray(scaler["mean"], dtype=np.float64)
-        standard.scale_ = np.asarray(scaler["scale"], dtype=np.float64)
-        standard.var_ = np.asarray(scaler["var"], dtype=np.float64)
-        standard.n_features_in_ = len(standard.mean_)
-        standard.n_samples_seen_ = np.int64(scaler["n_samples_seen"])
-        columns = tuple(fitted["input_columns"])
-        if len(columns) != standard.n_features_in_:
-            raise ConfigError(f"the saved scaler has {standard.n_features_in_} variables, the config {len(columns)}.")
-        return cls(columns, tuple(fitted["output_columns"]), fitted["freq"], fitted["dataset"],
-                   dict(fitted["prepare_options"]), DataSpec(**spec), standard)
-
-
 class _BestWeights(Callback):
     """Keeps in memory the model weights of the epoch with the lowest ``val_loss``."""
 
@@ -422,7 +319,7 @@ class Forecaster:
         self._model_options = model_options
         self._check_model_options()
         self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
-        self._fitted: _FittedData | None = None
+        self._fitted: FittedState | None = None
         self._module: ForecastModule | None = None
         self._datamodule: WindowDataModule | None = None
         self._data: Table | None = None
@@ -550,7 +447,13 @@ class Forecaster:
             raise ConfigError("this Forecaster is not fitted. Fix: call fit(data) or Forecaster.load(path) first.")
         return self._module
 
-    def _require_state(self) -> _FittedData:
+    @property
+    def fitted_state(self) -> FittedState:
+        """The fitted data state (variables, frequency, windows, train-row scaler) that scales any data
+        this forecaster reads, e.g. ``WindowDataModule(other, ..., fitted=fc.fitted_state)``."""
+        return self._require_state()
+
+    def _require_state(self) -> FittedState:
         self._require_fitted()
         assert self._fitted is not None
         return self._fitted
@@ -574,13 +477,12 @@ class Forecaster:
             split=split, seed=training.seed, **self._data_options, **options,
         )
 
-    def _new_module(self, model: ForecastModel, fitted: _FittedData | None) -> ForecastModule:
+    def _new_module(self, model: ForecastModel, fitted: FittedState | None) -> ForecastModule:
         training = self._training
         return ForecastModule(
             model, loss=training.loss, learning_rate=training.learning_rate, lr_schedule=training.lr_schedule,
             weight_decay=training.weight_decay,
-            output_mean=fitted.output_mean.tolist() if fitted is not None else None,
-            output_scale=fitted.output_scale.tolist() if fitted is not None else None,
+            fitted=fitted,
         )
 
     def _trainer(self, run_dir: Path | None, callbacks: Sequence[Callback] = ()) -> L.Trainer:
@@ -593,10 +495,10 @@ class Forecaster:
         return {"model": config["model"], "model_options": config["model_options"], "data": config["data"],
                 "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
 
-    def _prepare_run_dir(self, run_dir: Path, fitted: _FittedData, split: Any, resume: bool) -> Path | None:
+    def _prepare_run_dir(self, run_dir: Path, fitted: FittedState, split: Any, resume: bool) -> Path | None:
         """Check that a resumable checkpoint belongs to this configuration; write the config."""
         checkpoint = last_checkpoint(run_dir) if resume else None
-        current = self._run_identity(self.config, fitted.to_json())
+        current = self._run_identity(self.config, fitted.state_dict()["fitted"])
         if checkpoint is not None:
             if not (run_dir / CONFIG_FILE).is_file():
                 raise ConfigError(
@@ -616,11 +518,13 @@ class Forecaster:
         self._write_config(run_dir, fitted, split)
         return checkpoint
 
-    def _write_config(self, path: Path, fitted: _FittedData, split: Any) -> None:
+    def _write_config(self, path: Path, fitted: FittedState, split: Any) -> None:
+        state = fitted.state_dict()
         _write_json(path / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
                                          "package_version": forecast.__version__, **self.config,
-                                         "split": _jsonable(split, "split"), "fitted": fitted.to_json()})
-        _write_json(path / SCALER_FILE, fitted.scaler_json())
+                                         "split": _jsonable(split, "split"),
+                                         "fitted": _jsonable(state["fitted"], "fitted")})
+        _write_json(path / SCALER_FILE, _jsonable(state["scaler"], "scaler"))
 
     # --------------------------------------------------------------------------- fit
 
@@ -651,8 +555,8 @@ class Forecaster:
         L.seed_everything(self.seed, workers=True, verbose=False)
         datamodule = self._new_datamodule(data, split)
         datamodule.setup()
-        fitted = _FittedData.from_datamodule(datamodule)
-        model = build_model(self._model_name, fitted.spec, **self._model_options)
+        fitted = datamodule.fitted
+        model = build_model(self._model_name, DataSpec.from_datamodule(fitted), **self._model_options)
         module = self._new_module(model, fitted)
         run_path = Path(run_dir) if run_dir is not None else None
         checkpoint = self._prepare_run_dir(run_path, fitted, split, resume) if run_path is not None else None
@@ -713,8 +617,9 @@ class Forecaster:
         Default: the fitted data's test windows. ``windows='val'`` (or ``'train'``) scores
         that split's windows instead: e.g. a probabilistic model's interval coverage on
         validation, checked before looking at test. ``data`` (with ``split``, default the
-        fit's) scores other data, e.g. after ``load``; its train rows must give the scaler
-        the model was fitted with (the same series), else :class:`~forecast.errors.DataError`.
+        fit's) scores other data, e.g. after ``load``, scaled with the fitted state (never
+        refitted); it must hold the fitted variables, else
+        :class:`~forecast.errors.UnknownColumnError`.
         """
         require_choice("windows", windows, SPLIT_NAMES)
         module = self._require_fitted()
@@ -723,38 +628,19 @@ class Forecaster:
             if windows != datamodule.test_split:
                 datamodule = datamodule.with_options(test_split=windows)
         else:
-            datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows)
-            self._check_same_scaling(datamodule)
+            datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows,
+                                              fitted=self._require_state())
         with lightning_messages(self._progress), lightning_warnings(num_workers=self._training.num_workers):
             self._trainer(None).test(module, datamodule=datamodule, verbose=False)
         assert module.test_report is not None
         return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
-
-    def _check_same_scaling(self, datamodule: WindowDataModule) -> None:
-        fitted = self._require_state()
-        if tuple(datamodule.input_columns) != fitted.input_columns:
-            raise UnknownColumnError(
-                f"{datamodule.source}: variables {datamodule.input_columns!r} differ from those the model was "
-                f"fitted on {list(fitted.input_columns)!r}. Fix: pass data with the same columns."
-            )
-        scaler = datamodule.scaler
-        if not (np.allclose(scaler.mean_, fitted.scaler.mean_, rtol=1e-9, atol=1e-12)
-                and np.allclose(scaler.scale_, fitted.scaler.scale_, rtol=1e-9, atol=1e-12)):
-            raise DataError(
-                f"{datamodule.source}: its train rows give other scaling statistics than those the model was "
-                "fitted with, so its test scores would not be comparable. Fix: evaluate on the series the model "
-                "was fitted on (and the same split), or fit again."
-            )
 
     # ---------------------------------------------------------------------- forecast
 
     def _future_input(self, df: Table | None) -> FutureBatch:
         if df is None:
             return self._require_datamodule("predict() without df").future_batch()
-        table = _resolve_table(df)
-        if self._datamodule is not None:
-            return self._datamodule.future_batch(table)
-        return self._require_state().future_batch(table)
+        return self._require_state().future_batch(_resolve_table(df))
 
     @property
     def _date_column(self) -> Hashable | None:
@@ -768,7 +654,7 @@ class Forecaster:
             point = model(x, x_mark, y_mark)  # [B, P, C_out]
             quantiles = self._model_quantiles(model, x, x_mark, y_mark)
         original = {level: fitted.to_original(values.cpu().numpy()) for level, values in quantiles.items()}
-        point_original = fitted.to_original(point.cpu().numpy())
+        point_original = fitted.to_original(point.cpu().numpy().astype(np.float64))
         if not all(np.isfinite(values).all() for values in (point_original, *original.values())):
             raise NonFiniteForecastError(
                 f"{self._model_name} forecasts NaN or inf for this input. Fix: check the input for extreme "
@@ -830,8 +716,8 @@ class Forecaster:
         fitted, label_len = self._require_state(), self._window["label_len"]
         c_out = len(fitted.output_columns)
         columns = self.output_columns
-        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy())  # [L, C_out]
-        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy())  # [P, C_out]
+        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy().astype(np.float64))  # [L, C_out]
+        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy().astype(np.float64))  # [P, C_out]
         index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
         return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
                 self._forecast_frame(batch, index),
@@ -947,9 +833,9 @@ class Forecaster:
                          seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
                          quantiles=config["quantiles"], progress=config["progress"],
                          **config["model_options"], **training)
-        fitted = _FittedData.from_json(config["fitted"], _read_json(directory / SCALER_FILE))
+        fitted = FittedState.from_state_dict({"fitted": config["fitted"], "scaler": _read_json(directory / SCALER_FILE)})
         with _private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
-            model = build_model(forecaster._model_name, fitted.spec, **forecaster._model_options)
+            model = build_model(forecaster._model_name, DataSpec.from_datamodule(fitted), **forecaster._model_options)
         state = load_checkpoint(directory / WEIGHTS_FILE)  # refuses pickled code and damaged files
         if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
             raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster "

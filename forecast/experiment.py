@@ -4,7 +4,7 @@ This is the runner behind ``experiments/run.py`` and ``forecast sweep``. An
 :class:`Experiment` names a dataset, a registered model with its options, the window and
 the training recipe; :func:`run_experiment` trains it with a checkpoint every epoch under
 ``runs_dir/<run name>`` (resuming a killed run from ``last.ckpt``), tests the best epoch
-on every test window and appends the row (docs/contracts.md, results rows,
+on every test window and appends the row (docs/design.md, results rows,
 :mod:`forecast.results`) atomically. A run whose key is already in the results file is
 skipped, so repeating a command, a script or a sweep continues where it stopped.
 
@@ -177,7 +177,8 @@ def run_experiment(
     datamodule.setup()
     model = build_model(experiment.model, DataSpec.from_datamodule(datamodule), **experiment.model_options)
     module = ForecastModule(model, loss=training.loss, learning_rate=training.learning_rate,
-                            lr_schedule=training.lr_schedule, weight_decay=training.weight_decay)
+                            lr_schedule=training.lr_schedule, weight_decay=training.weight_decay,
+                            fitted=datamodule.fitted)
 
     run_dir = Path(runs_dir) / experiment.run_name()
     clock = TrainClock()

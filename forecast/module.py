@@ -2,18 +2,16 @@
 
 It never imports a concrete model or dataset. It owns the loss, the optimizer and its
 schedule, and the metrics; a ``WindowDataModule`` owns the data. Original-unit metrics
-and forecasts use the output statistics given here or, when absent, those of the
-trainer's datamodule (``output_mean`` / ``output_scale``).
+and forecasts use the fitted data state (:class:`~forecast.data.fitted.FittedState`) given
+here or, when absent, the trainer's datamodule's (``datamodule.fitted``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Literal
 
 import lightning as L
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -22,6 +20,7 @@ from torch import nn
 
 from forecast.checks import require_choice, require_int, require_real
 from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.data.fitted import FittedState
 from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
 from forecast.models.base import ForecastModel, horizon_target
 
@@ -47,8 +46,8 @@ class ForecastModule(L.LightningModule):
         lr_schedule: ``halve`` (Informer: x0.5 after every epoch), ``cosine`` over
             ``max_epochs``, or ``none``.
         weight_decay: Adam's L2 penalty.
-        output_mean, output_scale: the scaler's statistics of the output variables, for
-            metrics and forecasts in original units.
+        fitted: the fitted data state (scaler and variables) for metrics and forecasts in
+            original units; default: the trainer's datamodule's.
         n_samples, sample_seed: for probabilistic models (``model.probabilistic``), the
             sample paths per window behind the test's rho-risk (R0.5, R0.9) and 80%
             interval coverage, drawn from a generator seeded at every test epoch.
@@ -61,8 +60,7 @@ class ForecastModule(L.LightningModule):
         learning_rate: float = 1e-4,
         lr_schedule: Schedule = "halve",
         weight_decay: float = 0.0,
-        output_mean: Sequence[float] | None = None,
-        output_scale: Sequence[float] | None = None,
+        fitted: FittedState | None = None,
         n_samples: int = 100,
         sample_seed: int = 0,
     ):
@@ -76,8 +74,9 @@ class ForecastModule(L.LightningModule):
         if not isinstance(model, ForecastModel):
             raise ConfigError(f"ForecastModule needs a forecast.models.ForecastModel, got {type(model).__name__}; "
                               "subclass ForecastModel (forward, and optionally loss, sample and quantiles)")
-        self.save_hyperparameters(ignore=["model"])
+        self.save_hyperparameters(ignore=["model", "fitted"])
         self.model = model
+        self.fitted = fitted
         self.loss_fn = LOSSES[loss]
         # NaN propagates ("disable"), as in val_mse/val_mae: torchmetrics' default would drop NaN
         # batch losses with a warning and score a partly diverged epoch on its finite windows
@@ -103,23 +102,17 @@ class ForecastModule(L.LightningModule):
     def _target(self, batch: dict[str, torch.Tensor], pred: torch.Tensor) -> torch.Tensor:
         return horizon_target(batch["y"], pred.shape[2], pred.shape[1])  # [B, P, C_out]
 
-    def _output_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
-        if self.hparams.output_mean is not None and self.hparams.output_scale is not None:
-            return (np.asarray(self.hparams.output_mean, dtype=np.float32),
-                    np.asarray(self.hparams.output_scale, dtype=np.float32))
-        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer else None
-        if datamodule is not None and getattr(datamodule, "output_mean", None) is not None:
-            return (np.asarray(datamodule.output_mean, dtype=np.float32),
-                    np.asarray(datamodule.output_scale, dtype=np.float32))
-        return None
+    def _fitted_state(self) -> FittedState | None:
+        """The fitted data state: the one given, else the trainer's datamodule's (None without either)."""
+        if self.fitted is not None or self._trainer is None:
+            return self.fitted
+        fitted = getattr(self._trainer.datamodule, "fitted", None)
+        return fitted if isinstance(fitted, FittedState) else None
 
     def to_original(self, values: torch.Tensor) -> torch.Tensor | None:
-        """Un-standardize ``[..., C_out]`` values; ``None`` when no statistics are known."""
-        stats = self._output_stats()
-        if stats is None:
-            return None
-        mean, scale = (torch.as_tensor(s, device=values.device, dtype=values.dtype) for s in stats)
-        return values * scale + mean
+        """Un-standardize ``[..., C_out]`` values; ``None`` when no fitted data state is known."""
+        fitted = self._fitted_state()
+        return None if fitted is None else fitted.to_original(values)
 
     def setup(self, stage: str) -> None:
         """Shape the test accumulators ``[P, C_out]`` from the datamodule before the first batch.
@@ -227,9 +220,8 @@ class ForecastModule(L.LightningModule):
                 if scale == "original" or name not in ORIGINAL_UNITS_ONLY:
                     self.log(f"test_{name}{suffix}", value, sync_dist=True)
         self.log("test_windows", float(summaries["standardized"].n_windows), sync_dist=True)
-        datamodule = getattr(self._trainer, "datamodule", None)
-        self.test_report = report(summaries,
-                                  variables=getattr(datamodule, "output_columns", None))
+        fitted = self._fitted_state()
+        self.test_report = report(summaries, variables=list(fitted.output_columns) if fitted is not None else None)
 
     # -- prediction --------------------------------------------------------------------------
 

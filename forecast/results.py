@@ -1,4 +1,4 @@
-"""Results rows (docs/contracts.md): one per run, appended atomically, read back for resuming.
+"""Results rows (docs/design.md): one per run, appended atomically, read back for resuming.
 
 Every change to ``<name>.csv`` is a read-modify-write (the file is rewritten to a temp
 file and renamed, so a crash never tears it) done while holding the file lock

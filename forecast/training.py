@@ -2,7 +2,7 @@
 
 One place builds the Trainer (early stopping on validation loss, a checkpoint every
 epoch, the best one restored before testing), resumes a killed run from its last
-checkpoint, and turns a finished run into a results row (docs/contracts.md).
+checkpoint, and turns a finished run into a results row (docs/design.md).
 """
 
 from __future__ import annotations

@@ -215,11 +215,22 @@ def test_loaded_forecaster_refuses_data_with_other_columns(fitted, frame, csv, t
         loaded.predict(frame.drop(columns="a"))
     with pytest.raises(ConfigError, match="loaded Forecaster"):
         loaded.predict()
-    # evaluation on the same series reproduces the fitted report; another series is refused
+    # evaluation on the same series reproduces the fitted report
     pd.testing.assert_frame_equal(loaded.evaluate(csv, detail=True), fitted.evaluate(detail=True))
-    shifted = frame.assign(OT=frame["OT"] + 5)
-    with pytest.raises(DataError, match="scaling"):
-        loaded.evaluate(shifted)
+
+
+def test_other_data_is_scored_with_the_fitted_scaler_never_a_refitted_one(fitted, frame):
+    """RevIN makes the forecast follow OT * 3; the fitted scaler then sees 3x the errors on its own scale,
+    where a scaler refitted on the tripled series would see the same errors as before."""
+    assert fitted.model_options["revin"]
+    def ot_mse(data: pd.DataFrame) -> pd.Series:
+        report = fitted.evaluate(data, detail=True)
+        rows = report[(report.metric == "mse") & (report.horizon == "all") & (report.variable == "OT")]
+        return rows.set_index("scale")["value"]
+    base, tripled = ot_mse(frame), ot_mse(frame.assign(OT=frame["OT"] * 3))
+    np.testing.assert_allclose(tripled.to_numpy(), 9 * base.to_numpy(), rtol=1e-3)
+    state = fitted.fitted_state.state_dict()
+    assert json.loads(json.dumps(state)) == state  # plain JSON types, as saved runs and checkpoints hold it
 
 
 def test_load_refuses_directories_that_are_not_forecasters(tmp_path, fitted):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sklearn.preprocessing import StandardScaler
 
 from forecast import datasets
-from forecast.data import WindowDataModule, describe_splits, time_features
+from forecast.data import FittedState, WindowDataModule, describe_splits, time_features
 from forecast.data.dataset import ITEM_KEYS
 from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
 from forecast.training import lightning_warnings
@@ -471,3 +471,56 @@ def test_a_file_named_like_a_benchmark_but_different_says_so(tmp_path, caplog):
         dm.setup()
     assert dm.split_protocol == "ratio"
     assert "named like dataset ETTh1 but its bytes differ" in caplog.text and "split='ett_hour'" in caplog.text
+
+
+# ------------------------------------------------------------ the fitted state
+
+
+def test_the_fitted_state_round_trips_and_reads_new_data_as_the_fit_did():
+    dm = make_module()
+    state = dm.fitted.state_dict()
+    restored = FittedState.from_state_dict(state)
+    assert restored.state_dict() == state and dm.state_dict() == state
+    later = make_frame(n=250, seed=5)
+    for key, value in restored.future_batch(later).batch.items():
+        torch.testing.assert_close(value, dm.future_batch(later).batch[key], equal_nan=True)
+    values = np.random.default_rng(0).normal(size=(3, 4, dm.c_out))
+    np.testing.assert_allclose(restored.to_scaled(restored.to_original(values)), values)
+    with pytest.raises(ConfigError, match="incomplete"):
+        FittedState.from_state_dict({"fitted": state["fitted"]})
+
+
+def test_a_given_fitted_state_scales_other_data_without_refitting():
+    dm = make_module()
+    other = make_frame(seed=3)
+    given = make_module(other, fitted=dm.fitted)
+    assert given.fitted is dm.fitted and given.scaler is dm.scaler
+    raw = other[dm.input_columns].to_numpy()
+    start = given.borders["test"][0]
+    np.testing.assert_allclose(given.test_dataset[0]["x"].numpy(), dm.scaler.transform(raw[start:start + 12]),
+                               rtol=1e-5, atol=1e-6)
+    assert not np.allclose(make_module(other).scaler.mean_, dm.scaler.mean_)  # a refit would differ
+    with pytest.raises(UnknownColumnError, match="differ"):
+        make_module(other.rename(columns={"c": "d"}), fitted=dm.fitted).setup()
+    with pytest.raises(ConfigError, match="seq_len, label_len, pred_len"):
+        make_module(other, fitted=dm.fitted, pred_len=5).setup()
+    assert make_module(other, fitted=dm.fitted).with_options(test_split="val").fitted is dm.fitted
+
+
+def test_checkpoints_hold_the_fitted_state_and_refuse_to_resume_on_other_data(tmp_path):
+    from forecast.models import DataSpec, build_model
+    from forecast.module import ForecastModule
+
+    dm = make_module()
+    module = ForecastModule(build_model("dlinear", DataSpec.from_datamodule(dm)), fitted=dm.fitted)
+    trainer = L.Trainer(max_steps=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=tmp_path, limit_val_batches=0)
+    with lightning_warnings(num_workers=0):
+        trainer.fit(module, datamodule=dm)
+    path = tmp_path / "one_step.ckpt"
+    trainer.save_checkpoint(path)
+    checkpoint = torch.load(path, weights_only=True)
+    assert checkpoint["WindowDataModule"] == dm.fitted.state_dict()
+    make_module().load_state_dict(checkpoint["WindowDataModule"])  # the same data resumes
+    with pytest.raises(DataError, match="fitted on other data"):
+        make_module(make_frame(seed=3)).load_state_dict(checkpoint["WindowDataModule"])

@@ -28,6 +28,7 @@ __all__ = [
     "TIME_ENCODINGS",
     "DataConfig",
     "DateSplit",
+    "FittedState",
     "FractionSplit",
     "FutureBatch",
     "RowSplit",
@@ -50,13 +51,15 @@ __all__ = [
 _TORCH_PARTS = {
     "ITEM_KEYS": "forecast.data.dataset",
     "WindowDataset": "forecast.data.dataset",
-    "FutureBatch": "forecast.data.datamodule",
+    "FittedState": "forecast.data.fitted",
+    "FutureBatch": "forecast.data.fitted",
     "WindowDataModule": "forecast.data.datamodule",
     "describe_splits": "forecast.data.datamodule",
 }
 
 if TYPE_CHECKING:
-    from forecast.data.datamodule import FutureBatch, WindowDataModule, describe_splits
+    from forecast.data.datamodule import WindowDataModule, describe_splits
+    from forecast.data.fitted import FittedState, FutureBatch
     from forecast.data.dataset import ITEM_KEYS, WindowDataset
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _TORCH_PARTS)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import lightning as L
 import numpy as np
@@ -27,27 +27,16 @@ from torch.utils.data import DataLoader
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
+from forecast.data.fitted import FittedState, FutureBatch, fit_scaler
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader, eval_sampler
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
-from forecast.errors import ChecksumError, ConfigError, DataError, SeriesTooShortError, UnknownColumnError
+from forecast.errors import ChecksumError, ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
 ArrayOrTensor = TypeVar("ArrayOrTensor", np.ndarray, torch.Tensor)
-
-
-class FutureBatch(NamedTuple):
-    """Model input for forecasting past the end of a series.
-
-    ``batch``: ``x [1, L, C]``, ``x_mark [1, L, F]``, ``y_mark [1, label_len+P, F]`` and
-    ``y [1, label_len+P, C]`` whose last P rows are unknown (NaN). ``index``: the P future
-    timestamps, continuing the series' frequency.
-    """
-
-    batch: dict[str, torch.Tensor]
-    index: pd.DatetimeIndex
 
 
 @dataclass(frozen=True)
@@ -61,10 +50,9 @@ class _Source:
 class _Prepared:
     source: _Source
     series: TimeSeries
-    options: dict[str, Any]
     split_protocol: str
     borders: dict[str, tuple[int, int]]
-    scaler: StandardScaler
+    fitted: FittedState
     datasets: dict[str, WindowDataset]
     naive_dates: np.ndarray  # [T] datetime64, wall-clock time for time-zone-aware series
 
@@ -95,52 +83,6 @@ def _registered_file_info(path: Path) -> registry.DatasetInfo | None:
                        "not %s). Pass split=%r to use the benchmark's borders.", path, info.name, info.split, info.split)
         return None
     return info
-
-
-# A standardized train column has mean 0 and standard deviation 1 (0 if constant); one far
-# from that was lost to float64 overflow or to rounding next to a huge offset.
-_STANDARDIZED_TOLERANCE = 0.5
-
-
-def fit_scaler(values: np.ndarray, columns: Sequence[Hashable], source: str) -> StandardScaler:
-    """A ``StandardScaler`` fitted on train rows ``values [T_train, C]``, checked to standardize them.
-
-    DataError naming the column when float64 cannot: squares overflow for magnitudes
-    beyond ~1e154, and a huge constant (1e40) leaves rounding residue of ~1e24.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):  # reported below, by column
-        scaler = StandardScaler().fit(values)
-        standardized = scaler.transform(values)  # [T_train, C]
-        mean, spread = standardized.mean(axis=0), standardized.std(axis=0)  # [C]
-    usable = (np.isfinite(scaler.mean_) & np.isfinite(scaler.scale_) & np.isfinite(standardized).all(axis=0)
-              & (np.abs(mean) <= _STANDARDIZED_TOLERANCE)
-              & ((np.abs(spread - 1) <= _STANDARDIZED_TOLERANCE) | (spread <= _STANDARDIZED_TOLERANCE)))
-    if not usable.all():
-        column = int(np.flatnonzero(~usable)[0])
-        largest = float(np.max(np.abs(values[:, column])))
-        raise DataError(
-            f"{source}: column {columns[column]!r} cannot be standardized in float64 (its train rows reach "
-            f"|{largest:.3g}|; standardized they have mean {mean[column]:.3g} and standard deviation "
-            f"{spread[column]:.3g} instead of 0 and 1). Fix: rescale the column (e.g. divide it by a power of "
-            "ten) or subtract its typical level before passing it."
-        )
-    return scaler
-
-
-def standardize(scaler: StandardScaler, values: np.ndarray, columns: Sequence[Hashable], source: str,
-                first_row: int = 0) -> np.ndarray:
-    """``values [T, C]`` standardized as float32; DataError naming the cell that float32 cannot hold."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = scaler.transform(values).astype(np.float32)  # [T, C]
-    bad = np.argwhere(~np.isfinite(scaled))
-    if bad.size:
-        row, column = (int(i) for i in bad[0])
-        raise DataError(
-            f"{source}: column {columns[column]!r}, row {first_row + row} is {values[row, column]:.3g}, which "
-            f"is {len(bad)} value(s) too far from the train rows to standardize in float32 (beyond 3.4e38 "
-            "standard deviations). Fix: clean or rescale those values."
-        )
-    return scaled
 
 
 class WindowDataModule(L.LightningDataModule):
@@ -187,6 +129,7 @@ class WindowDataModule(L.LightningDataModule):
         predict_split: str = "test",
         pin_memory: bool = False,
         persistent_workers: bool | None = None,
+        fitted: FittedState | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
@@ -204,7 +147,10 @@ class WindowDataModule(L.LightningDataModule):
             pin_memory=pin_memory,
             persistent_workers=persistent_workers,
         )
+        if fitted is not None and not isinstance(fitted, FittedState):
+            raise ConfigError(f"fitted must be a FittedState (a fitted data module's .fitted), got {type(fitted).__name__}")
         self._data = data
+        self._given_fitted = fitted
         self._prepared: _Prepared | None = None
 
     # ------------------------------------------------ settings (no setup needed)
@@ -250,7 +196,7 @@ class WindowDataModule(L.LightningDataModule):
     def with_options(self, **changes: Any) -> WindowDataModule:
         """A new data module of the same data with some options changed, e.g. ``test_split='val'``."""
         options = {field.name: getattr(self.config, field.name) for field in fields(DataConfig)}
-        return WindowDataModule(self._data, **{**options, **changes})
+        return WindowDataModule(self._data, **{"fitted": self._given_fitted, **options, **changes})
 
     # ----------------------------------------------------------------- preparation
 
@@ -298,25 +244,44 @@ class WindowDataModule(L.LightningDataModule):
         split_protocol, split = resolve_split(split_spec)
         borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source,
                                 dates=series.dates)
-        train_start, train_end = borders["train"]
-        columns, label = series.input_columns, series.source
-        scaler = fit_scaler(series.values[train_start:train_end], columns, label)  # fit on [T_train, C]
-        scaled = standardize(scaler, series.values, columns, label)  # [T, C]
+        options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
+                   "columns": list(cfg.columns) if cfg.columns is not None else None}
+        fitted = self._given_fitted or self._fit_state(series, borders["train"], source, options)
+        self._check_given_state(fitted)
+        scaled = fitted.scale(series)  # [T, C]
         marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
         datasets = {
             name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len)
             for name, (start, end) in borders.items()
         }
         self._prepared = _Prepared(
-            source=source, series=series,
-            options={**options, "freq": series.freq, "target": series.target, "date_column": series.date_column},
-            split_protocol=split_protocol, borders=borders, scaler=scaler, datasets=datasets,
+            source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
+            datasets=datasets,
             naive_dates=(series.dates.tz_localize(None) if series.dates.tz is not None else series.dates).to_numpy(),
         )
         logger.info(
             "%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
             {name: len(ds) for name, ds in datasets.items()},
         )
+
+    def _fit_state(self, series: TimeSeries, train_rows: tuple[int, int], source: _Source,
+                   options: dict[str, Any]) -> FittedState:
+        """The state of this fit: the scaler fitted on the train rows ``[start, end)`` only."""
+        cfg = self.config
+        start, end = train_rows
+        scaler = fit_scaler(series.values[start:end], series.input_columns, series.source)  # fit on [T_train, C]
+        name = source.info.name if source.info is not None else source.name
+        return FittedState(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, name,
+                           options, cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding, scaler)
+
+    def _check_given_state(self, fitted: FittedState) -> None:
+        """ConfigError unless a given fitted state has this module's window lengths and calendar encoding."""
+        cfg = self.config
+        mine = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
+        theirs = (fitted.seq_len, fitted.label_len, fitted.pred_len, fitted.time_encoding)
+        if mine != theirs:
+            raise ConfigError(f"the fitted state is for seq_len, label_len, pred_len, time_encoding = {theirs}, this "
+                              f"data module for {mine}. Fix: build the data module with the fitted state's windows.")
 
     def _state(self) -> _Prepared:
         if self._prepared is None:
@@ -408,10 +373,7 @@ class WindowDataModule(L.LightningDataModule):
         """The :func:`~forecast.data.io.prepare_series` options that read this data, as resolved
         (target, date column, frequency alias and the registered dataset's quirks): they
         read new rows of the same series the same way."""
-        options = dict(self._state().options)
-        options["freq"] = self.freq
-        options["columns"] = list(options["columns"]) if options["columns"] is not None else None
-        return options
+        return dict(self.fitted.prepare_options)
 
     @property
     def n_time_features(self) -> int:
@@ -441,55 +403,50 @@ class WindowDataModule(L.LightningDataModule):
     # ------------------------------------------------------------------- scaling
 
     @property
+    def fitted(self) -> FittedState:
+        """The fitted data state (variables, frequency, windows, train-row scaler): the one the module
+        scores with and the Forecaster saves; the given one when the module was built with ``fitted``."""
+        return self._state().fitted
+
+    @property
     def scaler(self) -> StandardScaler:
         """scikit-learn ``StandardScaler`` fitted on the train rows of ``input_columns``."""
-        return self._state().scaler
+        return self.fitted.scaler
 
     @property
     def output_mean(self) -> np.ndarray:
         """float32 ``[c_out]``: the scaler's mean of each output variable."""
-        return self.scaler.mean_[-self.c_out :].astype(np.float32)
+        return self.fitted.output_mean.astype(np.float32)
 
     @property
     def output_scale(self) -> np.ndarray:
         """float32 ``[c_out]``: the scaler's scale of each output variable."""
-        return self.scaler.scale_[-self.c_out :].astype(np.float32)
-
-    def _output_stats(self, values: Any) -> tuple[np.ndarray, np.ndarray]:
-        c_out = self.c_out
-        if values.shape[-1:] != (c_out,):
-            raise DataError(
-                f"values of shape {tuple(values.shape)}: the last dimension must be c_out={c_out} "
-                f"(the output variables {self.output_columns!r})."
-            )
-        return self.scaler.mean_[-c_out:], self.scaler.scale_[-c_out:]
+        return self.fitted.output_scale.astype(np.float32)
 
     def inverse_transform_output(self, values: ArrayOrTensor) -> ArrayOrTensor:
-        """Model-scale outputs ``[..., c_out]`` back to original units (numpy or torch in, same out).
-
-        ``M`` uses every variable's statistics; ``S``/``MS`` the target's alone.
-        """
-        if isinstance(values, torch.Tensor):
-            mean, scale = self._output_stats(values)
-            dtype = values.dtype if values.is_floating_point() else torch.float32
-            as_tensor = lambda a: torch.as_tensor(a, dtype=dtype, device=values.device)  # noqa: E731
-            return values.to(dtype) * as_tensor(scale) + as_tensor(mean)
-        array = np.asarray(values)
-        mean, scale = self._output_stats(array)
-        restored = array * scale + mean
-        return restored.astype(array.dtype) if np.issubdtype(array.dtype, np.floating) else restored
+        """Model-scale outputs ``[..., c_out]`` back to original units (:meth:`FittedState.to_original`)."""
+        return self.fitted.to_original(values)
 
     def transform_output(self, values: ArrayOrTensor) -> ArrayOrTensor:
-        """Original-unit values ``[..., c_out]`` to the model's scale (inverse of the above)."""
-        if isinstance(values, torch.Tensor):
-            mean, scale = self._output_stats(values)
-            dtype = values.dtype if values.is_floating_point() else torch.float32
-            as_tensor = lambda a: torch.as_tensor(a, dtype=dtype, device=values.device)  # noqa: E731
-            return (values.to(dtype) - as_tensor(mean)) / as_tensor(scale)
-        array = np.asarray(values)
-        mean, scale = self._output_stats(array)
-        scaled = (array - mean) / scale
-        return scaled.astype(array.dtype) if np.issubdtype(array.dtype, np.floating) else scaled
+        """Original-unit values ``[..., c_out]`` to the model's scale (:meth:`FittedState.to_scaled`)."""
+        return self.fitted.to_scaled(values)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The fitted data state, which Lightning saves in every checkpoint."""
+        return self.fitted.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Resume from a checkpoint: DataError unless its data state is this module's (same variables,
+        frequency, windows and train-row scaling), so a run never resumes on data it was not fitted on."""
+        if not state_dict:  # a checkpoint written before the data state was saved
+            return
+        saved = FittedState.from_state_dict(state_dict)
+        if saved.state_dict() != self.fitted.state_dict():
+            raise DataError(
+                f"{self.source}: the checkpoint was fitted on other data (variables {list(saved.input_columns)!r}, "
+                f"freq {saved.freq}, windows {saved.seq_len}/{saved.label_len}/{saved.pred_len}, or other train-row "
+                "scaling). Fix: resume with the data and split the run was fitted on, or start a new run directory."
+            )
 
     # ---------------------------------------------------------------- timestamps
 
@@ -514,43 +471,9 @@ class WindowDataModule(L.LightningDataModule):
     # -------------------------------------------------------------------- future
 
     def future_batch(self, df: Table | None = None) -> FutureBatch:
-        """The input for forecasting the P steps after the last row of ``df`` (default: the data).
-
-        The last ``seq_len`` rows are scaled with the fitted scaler (never refitted); the
-        future timestamps continue the series' frequency. ``df`` must have the variables
-        the module was set up with.
-        """
-        state = self._state()
-        cfg = self.config
-        series = state.series if df is None else prepare_series(df, **state.options)
-        if series.input_columns != state.series.input_columns:
-            raise UnknownColumnError(
-                f"{series.source}: variables {list(series.input_columns)!r} differ from those the "
-                f"data module was set up with {list(state.series.input_columns)!r}. Fix: pass a "
-                "frame with the same columns."
-            )
-        if series.n_rows < cfg.seq_len:
-            raise SeriesTooShortError(
-                f"{series.source}: has {series.n_rows} rows; forecasting the future needs the last "
-                f"seq_len={cfg.seq_len} rows. Fix: pass a longer frame."
-            )
-        offset = series.freq
-        x_dates = series.dates[-cfg.seq_len :]  # [L]
-        future_index = pd.date_range(
-            start=x_dates[-1] + offset, periods=cfg.pred_len, freq=offset, name=state.series.date_column
-        )  # [P]
-        y_dates = x_dates[cfg.seq_len - cfg.label_len :].append(future_index)  # [label_len+P]
-        x = standardize(state.scaler, series.values[-cfg.seq_len :], series.input_columns, series.source,
-                        first_row=series.n_rows - cfg.seq_len)  # [L, C]
-        y = np.full((cfg.label_len + cfg.pred_len, x.shape[1]), np.nan, dtype=np.float32)
-        y[: cfg.label_len] = x[cfg.seq_len - cfg.label_len :]
-        batch = {
-            "x": torch.from_numpy(x).unsqueeze(0),  # [1, L, C]
-            "y": torch.from_numpy(y).unsqueeze(0),  # [1, label_len+P, C]
-            "x_mark": torch.from_numpy(time_features(x_dates, offset, cfg.time_encoding)).unsqueeze(0),
-            "y_mark": torch.from_numpy(time_features(y_dates, offset, cfg.time_encoding)).unsqueeze(0),
-        }
-        return FutureBatch(batch, future_index)
+        """The input for forecasting the P steps after the last row of ``df`` (default: the data),
+        scaled with the fitted scaler (:meth:`FittedState.future_batch`)."""
+        return self.fitted.future_batch(self._state().series if df is None else df)
 
     # --------------------------------------------------------------- dataloaders
 

@@ -52,7 +52,7 @@ class DataSpec:
 
     @classmethod
     def from_datamodule(cls, dm) -> DataSpec:
-        """Read the sizes off a set-up ``WindowDataModule``."""
+        """Read the sizes off a set-up ``WindowDataModule`` or its ``FittedState``."""
         sizes = dm.time_feature_sizes
         return cls(
             seq_len=dm.seq_len, label_len=dm.label_len, pred_len=dm.pred_len,
