@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from forecast.errors import ConfigError
-from forecast.layers import attention
+from forecast.layers.attention import autograd
 from forecast.layers.attention import (
     ATTENTIONS,
     CausalConv1dProjection,
@@ -307,7 +307,7 @@ def test_logsparse_fast_path_equals_dense_reference(length: int, local_window: i
 
 
 def test_logsparse_chunked_dot_products_match_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(attention, "_DOT_CHUNK_ELEMENTS", 7)  # several row chunks per offset
+    monkeypatch.setattr(autograd, "_DOT_CHUNK_ELEMENTS", 7)  # several row chunks per offset
     inputs = _qkv(2, 19, 19, 1, 3, requires_grad=True)
     reference_inputs = [tensor.detach().clone().requires_grad_(True) for tensor in inputs]
     out = LogSparseAttention(1, 8)(*inputs)
