@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import os
+import sys
 import pickle
 import tempfile
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -57,6 +58,7 @@ from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.recipes import DEFAULT_RECIPE, get_recipe
 from forecast.training import (
+    EpochLog,
     lightning_messages,
     lightning_warnings,
     TrainingConfig,
@@ -109,6 +111,13 @@ def _private_rng(seed: int | None = None, device: torch.device | None = None) ->
                 with torch.cuda.device(device):
                     torch.cuda.manual_seed(seed)  # this device only: the others were not forked
         yield
+
+
+def _interactive() -> bool:
+    """Whether a person is likely watching: a terminal or a Jupyter kernel, outside CI."""
+    if os.environ.get("CI"):
+        return False
+    return "ipykernel" in sys.modules or sys.stderr.isatty()
 
 
 def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
@@ -253,7 +262,10 @@ class Forecaster:
             windows) or ``paper`` (the papers' settings). Options given here win.
         quantiles: levels of the quantile columns ``predict`` adds for models that
             forecast distributions (those with a ``quantiles`` or ``sample`` method).
-        progress: show Lightning's progress bar and model summary.
+        progress: show Lightning's progress bar; ``None`` (the default): in interactive use (a
+            terminal or a Jupyter kernel) unless the ``CI`` environment variable is set.
+            Lightning's own messages (accelerator summary, tips) are never shown; every
+            epoch logs one INFO line on the ``forecast`` logger, and :attr:`history` keeps them.
         **options: data options (:class:`~forecast.data.DataConfig` fields such as
             ``freq``, ``time_encoding``, ``columns``, ``date_column``), training options
             (:class:`~forecast.training.TrainingConfig` fields such as ``learning_rate``,
@@ -284,7 +296,7 @@ class Forecaster:
         *,
         recipe: str = DEFAULT_RECIPE,
         quantiles: Sequence[float] = DEFAULT_QUANTILES,
-        progress: bool = False,
+        progress: bool | None = None,
         **options: Any,
     ) -> None:
         if model not in MODELS:
@@ -298,7 +310,7 @@ class Forecaster:
         else:
             options.pop("max_epochs", None)
         self._quantiles = _check_quantiles(quantiles)
-        self._progress = require_bool("progress", progress)
+        self._progress = _interactive() if progress is None else require_bool("progress", progress)
         self._callbacks = list(options.pop("callbacks", None) or [])
         data_options, training_options, trainer_options, model_options = self._route(options)
         shared = {name: options[name] for name in _SHARED_OPTIONS if name in options}
@@ -320,6 +332,7 @@ class Forecaster:
         self._check_model_options()
         self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         self._fitted: FittedState | None = None
+        self._epochs = EpochLog().frame()
         self._module: ForecastModule | None = None
         self._datamodule: WindowDataModule | None = None
         self._data: Table | None = None
@@ -448,6 +461,13 @@ class Forecaster:
         return self._module
 
     @property
+    def history(self) -> pd.DataFrame:
+        """One row per epoch of the last ``fit`` (``epoch``, ``train_loss``, ``val_loss``, ``learning_rate``,
+        ``seconds``), a resumed run's earlier epochs included; empty for a model that does not train
+        and for a loaded forecaster."""
+        return self._epochs.copy()
+
+    @property
     def fitted_state(self) -> FittedState:
         """The fitted data state (variables, frequency, windows, train-row scaler) that scales any data
         this forecaster reads, e.g. ``WindowDataModule(other, ..., fitted=fc.fitted_state)``."""
@@ -486,7 +506,7 @@ class Forecaster:
         )
 
     def _trainer(self, run_dir: Path | None, callbacks: Sequence[Callback] = ()) -> L.Trainer:
-        quiet = {"enable_progress_bar": self._progress, "enable_model_summary": self._progress, "logger": False}
+        quiet = {"enable_progress_bar": self._progress, "enable_model_summary": False, "logger": False}
         overrides = {k: v for k, v in quiet.items() if k not in self._training.extra_trainer_options}
         return build_trainer(self._training, run_dir, callbacks=[*callbacks, *self._callbacks], **overrides)
 
@@ -560,14 +580,18 @@ class Forecaster:
         module = self._new_module(model, fitted)
         run_path = Path(run_dir) if run_dir is not None else None
         checkpoint = self._prepare_run_dir(run_path, fitted, split, resume) if run_path is not None else None
-        writes = True
+        writes, history = True, EpochLog().frame()
         if has_trainable_parameters(model) and self._training.max_epochs > 0:
             best = _BestWeights()
-            with lightning_messages(self._progress):
+            with lightning_messages(False):
                 trainer = self._trainer(run_path, [best])
                 with lightning_warnings(num_workers=self._training.num_workers, resuming=checkpoint is not None):
                     trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
             self._restore_best(trainer, module, best)
+            history = next(callback for callback in trainer.callbacks if isinstance(callback, EpochLog)).frame()
+            if history["val_loss"].notna().any():
+                chosen = history.loc[history["val_loss"].idxmin()]
+                logger.info("restored the weights of epoch %d (val_loss %.4f)", chosen["epoch"], chosen["val_loss"])
             calibrate_on_validation(module.model, datamodule, self._training)
             if not all(torch.isfinite(tensor).all() for tensor in module.model.state_dict().values()
                        if tensor.is_floating_point()):
@@ -578,6 +602,7 @@ class Forecaster:
                 )
             writes = trainer.is_global_zero  # under DDP one process saves
         self._module, self._datamodule, self._fitted, self._data, self._split = module, datamodule, fitted, data, split
+        self._epochs = history
         module.eval()
         if run_path is not None and writes:
             self.save(run_path)
@@ -630,7 +655,7 @@ class Forecaster:
         else:
             datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows,
                                               fitted=self._require_state())
-        with lightning_messages(self._progress), lightning_warnings(num_workers=self._training.num_workers):
+        with lightning_messages(False), lightning_warnings(num_workers=self._training.num_workers):
             self._trainer(None).test(module, datamodule=datamodule, verbose=False)
         assert module.test_report is not None
         return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)

@@ -46,10 +46,11 @@ It needs no dependency beyond ``yaml.safe_load``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -200,9 +201,6 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
         print(f"{len(runs)} runs: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "partial", "pending"))
               + share)
         return 0
-    package_logger = logging.getLogger("forecast")
-    package_logger.setLevel(logging.INFO)  # "resuming from ...", "already in ..., skipping"
-    package_logger.addHandler(logging.StreamHandler())
     summary = run_sweep(spec, progress=args.progress, fail_fast=args.fail_fast,
                         announce=lambda line: print(line, flush=True))
     print(f"sweep{share}: {len(summary.ran)} run, {len(summary.skipped)} already done, "
@@ -386,11 +384,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _console_log() -> Iterator[None]:
+    """The package's INFO lines (one per epoch, "resuming from ...", "already in ..., skipping") on
+    stderr for the duration of one command; the logger is left as it was."""
+    package_logger = logging.getLogger("forecast")
+    handler, level = logging.StreamHandler(), package_logger.level
+    package_logger.addHandler(handler)
+    package_logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        package_logger.removeHandler(handler)
+        package_logger.setLevel(level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     try:
-        return args.run(args, extra)
+        with _console_log():
+            return args.run(args, extra)
     except ForecastError as error:
         print(f"forecast: error: {error}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import pickle
 import platform
@@ -25,6 +26,7 @@ from typing import Any
 
 import lightning as L
 import numpy as np
+import pandas as pd
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
@@ -131,6 +133,69 @@ class TrainClock(Callback):
 
     def load_state_dict(self, state_dict: dict[str, float]) -> None:
         self.seconds = float(state_dict["seconds"])
+
+
+class EpochLog(Callback):
+    """Feedback while training: one INFO line per epoch and a history that survives resumption.
+
+    Each epoch logs its mean training loss (over windows), validation loss, learning rate and
+    seconds, and marks a new best validation loss; early stopping logs why it stopped.
+    :meth:`frame` is the history, one row per epoch; it is saved in checkpoints, so a resumed
+    run keeps the epochs it trained before.
+    """
+
+    def __init__(self, timer: Callable[[], float] = time.perf_counter) -> None:
+        self.epochs: list[dict[str, float]] = []
+        self._timer = timer
+        self._started = 0.0
+        self._loss_sum = self._windows = 0.0
+        self._learning_rate = math.nan
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._started, self._loss_sum, self._windows = self._timer(), 0.0, 0.0
+        # Read now: the epoch's scheduler step comes before on_train_epoch_end.
+        self._learning_rate = float(trainer.optimizers[0].param_groups[0]["lr"]) if trainer.optimizers else math.nan
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        if isinstance(loss, torch.Tensor):
+            windows = float(batch["x"].shape[0])
+            self._loss_sum += float(loss.detach()) * windows
+            self._windows += windows
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        val_loss = trainer.callback_metrics.get("val_loss")
+        record = {
+            "epoch": trainer.current_epoch,
+            "train_loss": self._loss_sum / self._windows if self._windows else float("nan"),
+            "val_loss": float(val_loss) if val_loss is not None else float("nan"),
+            "learning_rate": self._learning_rate,
+            "seconds": self._timer() - self._started,
+        }
+        previous = [epoch["val_loss"] for epoch in self.epochs if math.isfinite(epoch["val_loss"])]
+        best = math.isfinite(record["val_loss"]) and all(record["val_loss"] < value for value in previous)
+        self.epochs.append(record)
+        if trainer.is_global_zero:
+            log.info("epoch %d: train_loss %.4f, val_loss %.4f%s, lr %.3g, %.1f s", record["epoch"],
+                     record["train_loss"], record["val_loss"], " (best so far)" if best else "",
+                     record["learning_rate"], record["seconds"])
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        stopper = next((cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping)), None)
+        if trainer.is_global_zero and stopper is not None and stopper.stopped_epoch > 0:
+            log.info("early stopping after epoch %d: val_loss has not improved on %.4f for %d epochs",
+                     stopper.stopped_epoch, float(stopper.best_score), stopper.patience)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per epoch: ``epoch``, ``train_loss``, ``val_loss``, ``learning_rate``, ``seconds``."""
+        return pd.DataFrame(self.epochs, columns=["epoch", "train_loss", "val_loss", "learning_rate", "seconds"])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epochs": [dict(epoch) for epoch in self.epochs]}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.epochs = [dict(epoch) for epoch in state_dict.get("epochs", [])]
 
 
 def _numpy_state_to_torch(state: tuple) -> dict[str, Any]:
@@ -284,6 +349,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     position, so a killed run resumed from ``last.ckpt`` continues as if uninterrupted. A
     run stopped by SIGTERM also writes ``last.ckpt`` at the step it stopped after
     (:class:`SigtermCheckpoint`).
+    Every epoch logs one INFO line and adds a row to the history (:class:`EpochLog`).
     The curves go to ``run_dir/lightning_logs/version_N/metrics.csv`` (pass ``logger=`` for
     another). Without ``run_dir`` nothing is written (no checkpoints, no logs): for tests and
     quick in-memory fits. ``train_batches`` (the training loader's length, when known) lowers
@@ -292,6 +358,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     """
     callbacks = list(callbacks or [])
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
+    callbacks.append(EpochLog())
     if config.compile_model:
         callbacks.append(CompileModel())
     if run_dir is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -533,3 +534,37 @@ def test_every_public_name_is_exported_and_resolves():
     assert set(forecast.__all__) == {"ConfigError", "DataError", "ForecastError", "__version__", *forecast._LAZY}
     for name in forecast.__all__:
         assert getattr(forecast, name) is not None, name
+
+
+def test_fit_logs_each_epoch_the_restored_best_and_early_stopping_and_keeps_a_history(frame, caplog, tmp_path):
+    options = dict(**WINDOW, learning_rate=1e-3, limit_train_batches=2, limit_val_batches=2, **tiny("dlinear"))
+    with caplog.at_level(logging.INFO, logger="forecast"):
+        fc = Forecaster("dlinear", max_epochs=2, **options).fit(frame, run_dir=tmp_path / "run")
+    history = fc.history
+    assert list(history.columns) == ["epoch", "train_loss", "val_loss", "learning_rate", "seconds"]
+    assert history["epoch"].tolist() == [0, 1] and np.isfinite(history[["train_loss", "val_loss"]]).all().all()
+    assert history["learning_rate"].tolist() == [1e-3, 5e-4]  # the improved recipe halves it every epoch
+    lines = [record.getMessage() for record in caplog.records]
+    assert sum(line.startswith("epoch ") and "train_loss" in line and "val_loss" in line for line in lines) == 2
+    best = int(history["val_loss"].idxmin())
+    assert f"restored the weights of epoch {best} (val_loss {history['val_loss'][best]:.4f})" in lines
+    # resumed for a third epoch, the history keeps the two before it
+    resumed = Forecaster("dlinear", max_epochs=3, **options).fit(frame, run_dir=tmp_path / "run")
+    assert resumed.history["epoch"].tolist() == [0, 1, 2]
+    pd.testing.assert_frame_equal(resumed.history.iloc[:2], history)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="forecast"):
+        stopped = Forecaster("dlinear", max_epochs=20, patience=1, learning_rate=1.0, lr_schedule="none",
+                             **{k: v for k, v in options.items() if k != "learning_rate"}).fit(frame)
+    assert len(stopped.history) < 20
+    assert any(record.getMessage().startswith("early stopping after epoch") for record in caplog.records)
+    assert Forecaster("naive", **WINDOW).fit(frame).history.empty
+
+
+def test_the_progress_bar_is_on_in_interactive_use_only(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    assert not Forecaster("naive", **WINDOW).config["progress"]
+    monkeypatch.delenv("CI")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert Forecaster("naive", **WINDOW).config["progress"]
+    assert not Forecaster("naive", **WINDOW, progress=False).config["progress"]
