@@ -53,10 +53,10 @@ def model(name: str, s: DataSpec, seed: int = 0, **options) -> torch.nn.Module:
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**16), affine=st.booleans(), width=st.integers(1, 3))
-def test_denormalize_inverts_normalize_exactly(seed, affine, width):
+@given(seed=st.integers(0, 2**16), affine=st.booleans(), width=st.integers(1, 3), center=st.sampled_from(["mean", "last"]))
+def test_denormalize_inverts_normalize_exactly(seed, affine, width, center):
     g = torch.Generator().manual_seed(seed)
-    norm = ReversibleInstanceNorm(3, affine=affine)
+    norm = ReversibleInstanceNorm(3, affine=affine, center=center)
     if affine:  # a trained affine, not the identity it starts as
         with torch.no_grad():
             norm.weight.copy_(torch.rand(3, generator=g) + 0.5)
@@ -66,8 +66,9 @@ def test_denormalize_inverts_normalize_exactly(seed, affine, width):
     values = x[..., 3 - width:]  # the last `width` variables, as output variables are
     torch.testing.assert_close(norm.denormalize(norm.normalize(values, stats), stats), values)
     normalized = norm.normalize(x, stats)
-    if not affine:  # each window and variable has mean 0 and (up to eps) unit variance
-        torch.testing.assert_close(normalized.mean(1), torch.zeros(4, 3, dtype=torch.float64))
+    if not affine:  # each window and variable is centred at 0 and has (up to eps) unit variance
+        centred = normalized.mean(1) if center == "mean" else normalized[:, -1]  # the last value is 0
+        torch.testing.assert_close(centred, torch.zeros(4, 3, dtype=torch.float64))
         torch.testing.assert_close(normalized.std(1, unbiased=False), torch.ones(4, 3, dtype=torch.float64),
                                    atol=1e-6, rtol=1e-6)
 
@@ -103,11 +104,11 @@ def test_revin_options_are_checked():
 
 @pytest.mark.parametrize("name, options", VARIANTS, ids=lambda v: str(v))
 @pytest.mark.parametrize("features", ["M", "MS"])
-@pytest.mark.parametrize("affine", [False, True])
-def test_revin_forecasts_follow_a_shifted_and_scaled_window(name, options, features, affine):
+@pytest.mark.parametrize("affine, center", [(False, "mean"), (True, "mean"), (False, "last")])
+def test_revin_forecasts_follow_a_shifted_and_scaled_window(name, options, features, affine, center):
     """f(a * x + b) == a * f(x) + b per variable: the forecast has no memory of the window's level or scale."""
     s = spec(features)
-    net = model(name, s, revin=True, revin_affine=affine, **options)
+    net = model(name, s, revin=True, revin_affine=affine, revin_center=center, **options)
     x, x_mark, y_mark = batch(s)
     shift = torch.tensor([5.0, -300.0, 40.0])[: s.c_in]
     factor = torch.tensor([0.5, 20.0, 3.0])[: s.c_in]
@@ -116,6 +117,18 @@ def test_revin_forecasts_follow_a_shifted_and_scaled_window(name, options, featu
         moved = net(x * factor + shift, x_mark, y_mark)
     expected = out * factor[s.c_in - s.c_out:] + shift[s.c_in - s.c_out:]
     torch.testing.assert_close(moved, expected, rtol=1e-4, atol=1e-3 * float(factor.max()))
+
+
+def test_last_value_centring_makes_a_zero_output_the_naive_forecast():
+    s = spec("M")
+    net = model("dlinear", s, revin=True, revin_center="last")
+    with torch.no_grad():
+        for parameter in net.parameters():
+            parameter.zero_()  # the network outputs zeros in the normalized space
+    x, x_mark, y_mark = batch(s)
+    torch.testing.assert_close(net(x, x_mark, y_mark), x[:, -1:].expand(-1, s.pred_len, -1))
+    with pytest.raises(ConfigError, match="revin_center"):
+        model("informer", s, revin=True, revin_center="median")
 
 
 def test_without_revin_a_model_is_not_invariant():

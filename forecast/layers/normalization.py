@@ -6,7 +6,9 @@ after the training period (ETTh2's oil temperature, exchange rates) no longer ar
 far outside the range the network was trained on.
 
 Statistics are per window and per variable, over the input window only, so the
-forecast never depends on values it forecasts. Output variables are the last ``C_out``
+forecast never depends on values it forecasts. The location is the window's mean (RevIN) or,
+with ``center="last"``, its last value (as NLinear subtracts it): a network that outputs zeros
+then forecasts the last value, the floor a random walk such as an exchange rate is hard to beat. Output variables are the last ``C_out``
 inputs (the package's variable order), so un-normalizing reads the last ``C_out``
 statistics. The inverse is the exact inverse of the forward map; a Gaussian's scale
 maps with the absolute slope, and quantiles are taken after un-normalizing (a negative
@@ -15,30 +17,35 @@ learned weight would otherwise swap them).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from forecast.checks import require_bool, require_int, require_real
+from forecast.checks import require_bool, require_choice, require_int, require_real
 from forecast.errors import ConfigError
 
-__all__ = ["ReversibleInstanceNorm", "WindowStats", "validate_revin_options"]
+__all__ = ["CENTERS", "Center", "ReversibleInstanceNorm", "WindowStats", "validate_revin_options"]
+
+Center = Literal["mean", "last"]
+CENTERS: tuple[str, ...] = ("mean", "last")
 
 
-def validate_revin_options(revin: object, revin_affine: object) -> None:
-    """The ``revin``/``revin_affine`` options every neural model's config shares."""
+def validate_revin_options(revin: object, revin_affine: object, revin_center: object = "mean") -> None:
+    """The ``revin``/``revin_affine``/``revin_center`` options every neural model's config shares."""
     require_bool("revin", revin)
     require_bool("revin_affine", revin_affine)
+    require_choice("revin_center", revin_center, CENTERS)
     if revin_affine and not revin:
         raise ConfigError("revin_affine=True is the affine of reversible instance normalization; "
                           "set revin=True too, or leave revin_affine False")
 
 
 class WindowStats(NamedTuple):
-    """Per-window, per-variable input statistics, ``[B, 1, C_in]`` each."""
+    """Per-window, per-variable input statistics, ``[B, 1, C_in]`` each: the location (the mean, or
+    the last value) and the standard deviation."""
 
-    mean: Tensor
+    location: Tensor
     std: Tensor
 
 
@@ -47,21 +54,23 @@ class ReversibleInstanceNorm(nn.Module):
 
     ``std`` is ``sqrt(var + eps)`` (population variance), so a constant window maps to
     zeros instead of dividing by zero. ``affine`` adds a learned per-variable weight and
-    bias in the normalized space (RevIN's optional affine).
+    bias in the normalized space (RevIN's optional affine). ``center``: subtract the
+    window's ``mean`` (RevIN) or its ``last`` value.
     """
 
-    def __init__(self, n_variables: int, affine: bool = False, eps: float = 1e-5):
+    def __init__(self, n_variables: int, affine: bool = False, eps: float = 1e-5, center: Center = "mean"):
         super().__init__()
         self.n_variables = require_int("n_variables", n_variables, 1)
         self.eps = require_real("eps", eps, low=0, low_open=True)
+        self.center = require_choice("center", center, CENTERS)
         self.weight = nn.Parameter(torch.ones(n_variables)) if affine else None
         self.bias = nn.Parameter(torch.zeros(n_variables)) if affine else None
 
     def statistics(self, x: Tensor) -> WindowStats:
         """Statistics of an input window ``x [B, L, C_in]`` over its L steps."""
-        mean = x.mean(dim=1, keepdim=True)  # [B, 1, C_in]
+        location = x.mean(dim=1, keepdim=True) if self.center == "mean" else x[:, -1:]  # [B, 1, C_in]
         variance = x.var(dim=1, keepdim=True, unbiased=False)  # [B, 1, C_in]
-        return WindowStats(mean, torch.sqrt(variance + self.eps))
+        return WindowStats(location, torch.sqrt(variance + self.eps))
 
     def _affine(self, n_last: int) -> tuple[Tensor, Tensor] | None:
         if self.weight is None:
@@ -75,8 +84,8 @@ class ReversibleInstanceNorm(nn.Module):
         window's statistics.
         """
         width = values.shape[-1]
-        mean, std = stats.mean[..., -width:], stats.std[..., -width:]  # [B, 1, C]
-        normalized = (values - mean) / std
+        location, std = stats.location[..., -width:], stats.std[..., -width:]  # [B, 1, C]
+        normalized = (values - location) / std
         affine = self._affine(width)
         return normalized if affine is None else normalized * affine[0] + affine[1]
 
@@ -91,7 +100,7 @@ class ReversibleInstanceNorm(nn.Module):
         affine = self._affine(width)
         if affine is not None:
             values = (values - affine[1]) / self._slope(width)
-        return values * stats.std[..., -width:] + stats.mean[..., -width:]
+        return values * stats.std[..., -width:] + stats.location[..., -width:]
 
     def denormalize_scale(self, scale: Tensor, stats: WindowStats) -> Tensor:
         """A scale (standard deviation) ``[..., B, T, C]`` in the normalized space mapped back."""

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
-from forecast.layers.normalization import ReversibleInstanceNorm, validate_revin_options
+from forecast.layers.normalization import Center, ReversibleInstanceNorm, validate_revin_options
 from forecast.models.base import DataSpec, ForecastModel
 
 __all__ = ["DLinear", "DLinearConfig", "moving_average"]
@@ -29,12 +29,14 @@ __all__ = ["DLinear", "DLinearConfig", "moving_average"]
 @dataclass(frozen=True)
 class DLinearConfig:
     """``kernel_size``: the moving average's length in steps (odd; the paper's 25).
-    ``individual``: a pair of linear maps per variable instead of one shared pair."""
+    ``individual``: a pair of linear maps per variable instead of one shared pair. ``revin``,
+    ``revin_affine``, ``revin_center``: reversible instance normalization, as for Informer."""
 
     kernel_size: int = 25
     individual: bool = False
     revin: bool = False
     revin_affine: bool = False
+    revin_center: Center = "mean"
 
     def __post_init__(self) -> None:
         require_int("kernel_size", self.kernel_size, 1)
@@ -42,7 +44,7 @@ class DLinearConfig:
             raise ConfigError(f"kernel_size must be odd so the moving average is centred on each step, "
                               f"got kernel_size={self.kernel_size}; use {self.kernel_size + 1}")
         require_bool("individual", self.individual)
-        validate_revin_options(self.revin, self.revin_affine)
+        validate_revin_options(self.revin, self.revin_affine, self.revin_center)
 
 
 def moving_average(x: Tensor, kernel_size: int) -> Tensor:
@@ -77,7 +79,8 @@ class DLinear(ForecastModel):
         super().__init__()
         config = config or DLinearConfig()
         self.spec, self.config = spec, config
-        self.revin = ReversibleInstanceNorm(spec.c_in, config.revin_affine) if config.revin else None
+        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center)
+                      if config.revin else None)
         self.seasonal = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
         self.trend = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
 

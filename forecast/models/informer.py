@@ -36,7 +36,7 @@ from forecast.layers.blocks import (
 )
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import DataEmbedding, PaddingMode
-from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
+from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
 from forecast.models.base import DataSpec, ForecastModel
 
 Channels = Literal["joint", "independent"]
@@ -52,7 +52,8 @@ class InformerConfig:
 
     ``channels``: ``joint`` (the paper's: one sequence of all variables per window) or
     ``independent`` (one sequence per output variable, shared weights). ``revin`` and
-    ``revin_affine``: reversible instance normalization, with its learned affine.
+    ``revin_affine``: reversible instance normalization, with its learned affine; ``revin_center``:
+    subtract each window's ``mean`` (RevIN) or its ``last`` value.
     """
 
     d_model: int = 512
@@ -72,6 +73,7 @@ class InformerConfig:
     channels: Channels = "joint"
     revin: bool = False
     revin_affine: bool = False
+    revin_center: Center = "mean"
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "e_layers", "d_layers", "d_ff", "factor"):
@@ -85,7 +87,7 @@ class InformerConfig:
                 raise ConfigError(f"unknown attention {option}={name!r}; choose one of {sorted(ATTENTIONS)}")
         require_bool("distil", self.distil)
         require_choice("channels", self.channels, ("joint", "independent"))
-        validate_revin_options(self.revin, self.revin_affine)
+        validate_revin_options(self.revin, self.revin_affine, self.revin_center)
         require_choice("activation", self.activation, ("gelu", "relu"))
         require_choice("padding_mode", self.padding_mode, ("circular", "replicate", "zeros"))
         if self.stack is not None:
@@ -117,7 +119,8 @@ class Informer(ForecastModel):
         # Per network sequence: the inputs it reads and the values it forecasts.
         n_inputs = spec.c_in - spec.c_out + 1 if independent else spec.c_in
         n_outputs = 1 if independent else spec.c_out
-        self.revin = ReversibleInstanceNorm(spec.c_in, config.revin_affine) if config.revin else None
+        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center)
+                      if config.revin else None)
         self.encoder_embedding = DataEmbedding(n_inputs, **embedding)
         self.decoder_embedding = DataEmbedding(n_inputs, **embedding)
         depths = config.stack or (config.e_layers,)

@@ -69,7 +69,7 @@ from forecast.layers.blocks import Activation, PreNormCausalBlock
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
-from forecast.layers.normalization import ReversibleInstanceNorm, WindowStats, validate_revin_options
+from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
 from forecast.models.base import DataSpec, ForecastModel, path_quantiles
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
@@ -90,7 +90,8 @@ class LogSparseConfig:
     comparisons only: same numbers, quadratic memory). ``min_scale`` floors the
     Gaussian head's scale on the standardized scale. ``revin`` and ``revin_affine``:
     reversible instance normalization (:mod:`forecast.layers.normalization`), inverted on
-    the mean, the Gaussian scale and sample paths.
+    the mean, the Gaussian scale and sample paths; ``revin_center``: subtract each window's
+    ``mean`` or its ``last`` value.
     """
 
     d_model: int = 64
@@ -111,6 +112,7 @@ class LogSparseConfig:
     dense_reference: bool = False
     revin: bool = False
     revin_affine: bool = False
+    revin_center: Center = "mean"
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "d_ff", "qk_kernel_size"):
@@ -131,7 +133,7 @@ class LogSparseConfig:
             )
         for name in ("series_embedding", "dense_reference"):
             require_bool(name, getattr(self, name))
-        validate_revin_options(self.revin, self.revin_affine)
+        validate_revin_options(self.revin, self.revin_affine, self.revin_center)
         require_real("min_scale", self.min_scale, low=0, low_open=True)
 
 
@@ -224,7 +226,8 @@ class LogSparseTransformer(ForecastModel):
         self.n_outputs = 1 if independent else spec.c_out
         self.n_inputs = self.n_exogenous + 1 if independent else spec.c_in
         d_model = config.d_model
-        self.revin = ReversibleInstanceNorm(spec.c_in, config.revin_affine) if config.revin else None
+        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center)
+                      if config.revin else None)
         self.value_embedding = nn.Linear(2 * self.n_inputs, d_model)
         self.time_embedding = time_embedding(
             d_model, spec.n_time_features, spec.time_encoding, spec.time_feature_sizes
