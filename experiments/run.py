@@ -12,7 +12,7 @@ epoch and every 10 minutes of training (``--checkpoint-every-minutes``); startin
 command again resumes from the last checkpoint, and a run whose row is already in the
 results CSV is skipped. A run sent SIGTERM saves the step it stopped
 after and exits with status 143. Rows go to
-``experiments/results/<dataset>.csv`` (format in DESIGN.md). The runner itself is
+``experiments/results/<dataset>.csv`` (format in docs/design.md). The runner itself is
 :func:`forecast.experiment.run_experiment`, shared with ``forecast sweep``.
 """
 

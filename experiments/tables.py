@@ -3,7 +3,7 @@
     python experiments/tables.py            # rewrites the blocks between the markers
 
 It also rewrites the main README's headline block: the detail tables of the ETTh1
-reproduction settings (``forecast.report.HEADLINE_SETTINGS``).
+reproduction settings (``HEADLINE_SETTINGS``).
 
 The same as ``forecast report --readme experiments/README.md`` run from the repository
 root (see :mod:`forecast.report`): per dataset and feature mode, our mean MSE / MAE over
@@ -16,12 +16,38 @@ never in our favour.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from forecast.report import HEADLINE_BEGIN, HEADLINE_END, headline_tables, render_report, update_block
+from forecast.report import (
+    configured_settings,
+    detail_tables,
+    read_published,
+    read_results_dir,
+    render_report,
+    update_block,
+)
 
 HERE = Path(__file__).resolve().parent
+
+# The ETTh1 settings of experiments/reproduce_informer.sh and reproduce_logsparse.sh:
+# (features, seq_len, label_len, pred_len).
+HEADLINE_SETTINGS = (("M", 48, 48, 24), ("S", 720, 168, 24), ("M", 96, 48, 24))
+HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->"
+
+
+def headline_tables(results_dir: str | os.PathLike[str], published: str | os.PathLike[str],
+                    configs_dir: str | os.PathLike[str], dataset: str = "ETTh1",
+                    settings: Sequence[tuple[str, int, int, int]] = HEADLINE_SETTINGS) -> str:
+    """The detail tables of the reproduction settings only: the main README's results table."""
+    results = read_results_dir(results_dir)
+    wanted = {(dataset, *setting) for setting in settings}
+    columns = ["dataset", "features", "seq_len", "label_len", "pred_len"]
+    chosen = results[[(d, f, int(s), int(l), int(p)) in wanted for d, f, s, l, p in results[columns].itertuples(index=False)]]
+    return detail_tables(chosen, read_published(published), configured_settings(configs_dir))
+
 
 
 def main(argv: list[str] | None = None) -> int:

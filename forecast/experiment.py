@@ -213,7 +213,7 @@ def run_experiment(
         n_test_windows=int(metrics["test_windows"]),
         epochs=epochs, best_epoch=best_epoch,
         train_seconds=round(train_seconds, 1), device=device_description(trainer),
-        version=forecast.__version__, commit=git_commit(),
+        version=forecast.__version__, commit=git_commit(outputs=[Path(results).parent]),
         command=command, val_loss=float(best_score) if best_score is not None else "",
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},
     )

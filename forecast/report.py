@@ -35,9 +35,6 @@ from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, read_results
 __all__ = [
     "BEGIN",
     "END",
-    "HEADLINE_BEGIN",
-    "HEADLINE_END",
-    "headline_tables",
     "PUBLISHED_COLUMNS",
     "configured_settings",
     "detail_tables",
@@ -322,23 +319,6 @@ def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.Pat
         "### Every setting run", "",
         detail_tables(results, published_frame, settings),
     ])
-
-
-# The ETTh1 settings of experiments/reproduce_informer.sh and reproduce_logsparse.sh:
-# (features, seq_len, label_len, pred_len).
-HEADLINE_SETTINGS = (("M", 48, 48, 24), ("S", 720, 168, 24), ("M", 96, 48, 24))
-HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->"
-
-
-def headline_tables(results_dir: str | os.PathLike[str], published: str | os.PathLike[str],
-                    configs_dir: str | os.PathLike[str], dataset: str = "ETTh1",
-                    settings: Sequence[tuple[str, int, int, int]] = HEADLINE_SETTINGS) -> str:
-    """The detail tables of the reproduction settings only: the main README's results table."""
-    results = read_results_dir(results_dir)
-    wanted = {(dataset, *setting) for setting in settings}
-    columns = ["dataset", "features", "seq_len", "label_len", "pred_len"]
-    chosen = results[[(d, f, int(s), int(l), int(p)) in wanted for d, f, s, l, p in results[columns].itertuples(index=False)]]
-    return detail_tables(chosen, read_published(published), configured_settings(configs_dir))
 
 
 def update_block(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:

@@ -19,7 +19,7 @@ import subprocess
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -501,15 +501,18 @@ def has_trainable_parameters(model: torch.nn.Module) -> bool:
     return any(p.requires_grad for p in model.parameters())
 
 
-def git_commit(default: str = "unknown") -> str:
-    """The commit of the checkout the package runs from (``-dirty`` when modified)."""
+def git_commit(default: str = "unknown", outputs: Sequence[str | os.PathLike] = ()) -> str:
+    """The commit of the checkout the package runs from, ``-dirty`` when its files are modified.
+
+    ``outputs`` (files or directories, e.g. the results directory a run appends to) are left out
+    of the check: a run that wrote its own outputs is not "dirty".
+    """
     root = Path(forecast.__file__).resolve().parent.parent
+    excluded = [f":(exclude){Path(path).resolve()}" for path in outputs]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
                                 capture_output=True, text=True, check=True).stdout.strip()
-        # Results files are outputs, not code: a run that appended rows is not "dirty".
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":!experiments/results", ":!benchmarks/results"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
                                cwd=root, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return default

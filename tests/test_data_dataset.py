@@ -1,4 +1,4 @@
-"""WindowDataset: the DESIGN.md window contract, by index arithmetic only."""
+"""WindowDataset: the window contract of docs/design.md, by index arithmetic only."""
 
 from __future__ import annotations
 

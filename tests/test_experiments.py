@@ -417,3 +417,29 @@ def test_merging_rows_written_before_recipes_asks_for_the_migration(tmp_path):
     pd.DataFrame([row()])[older].to_csv(source / "toy.csv", index=False)
     with pytest.raises(ValueError, match="migrate_results.py"):
         merge_results([source], tmp_path / "results")
+
+
+def test_git_commit_is_dirty_for_modified_code_but_not_for_the_outputs_it_is_told_of(tmp_path, monkeypatch):
+    import subprocess
+
+    import forecast
+    from forecast.training import git_commit
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("x = 1\n")
+    (tmp_path / "results" / "rows.csv").write_text("a\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+    monkeypatch.setattr(forecast, "__file__", str(tmp_path / "pkg" / "__init__.py"))
+    clean = git_commit()
+    assert len(clean) == 12 and not clean.endswith("-dirty")
+    (tmp_path / "results" / "rows.csv").write_text("a\n1\n")
+    assert git_commit(outputs=[tmp_path / "results"]) == clean
+    assert git_commit() == clean + "-dirty"
+    (tmp_path / "pkg" / "__init__.py").write_text("x = 2\n")
+    assert git_commit(outputs=[tmp_path / "results"]) == clean + "-dirty"

@@ -335,7 +335,7 @@ ATTENTION_NAMES = st.sampled_from([*ATTENTIONS, "ProbSparse", "", "nope", "FULL"
 
 
 def invalid_window_settings(seq_len, label_len, pred_len) -> list[str]:
-    """The names of the window settings that are invalid (reference rules of DESIGN.md)."""
+    """The names of the window settings that are invalid (the window contract of docs/design.md)."""
     def integer(value) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
