@@ -172,7 +172,8 @@ def test_the_measured_waste_fixes_stay_in_place():
 
 
 @pytest.mark.parametrize("script, block, csv_name", [("attention", "attention-tables", "attention_cpu.csv"),
-                                                      ("train", "train-tables", "train_cpu.csv")])
+                                                      ("train", "train-tables", "train_cpu.csv"),
+                                                      ("roofline", "roofline-tables", "roofline_cpu.csv")])
 def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, block, csv_name, tmp_path):
     """Every figure in benchmarks/README.md's tables comes from the committed results."""
     readme = tmp_path / "README.md"
@@ -190,3 +191,19 @@ def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, b
         sys.modules.pop(f"benchmark_{script}_readme", None)
     assert f"<!-- {block}:begin -->" in committed
     assert readme.read_text() == committed
+
+
+def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("benchmark_roofline", BENCHMARKS / "roofline.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    name, size, options = module.CASES[1]  # the improved Informer, the cheapest
+    row = module.measure(name, size, options, "fp32", steps=1, gemm_size=64)
+    assert set(row) == set(module.COLUMNS)
+    assert row["gflop_per_step"] > 0 and row["step_ms"] > 0 and row["gemm_gflops"] > 0
+    assert row["share"] == pytest.approx(row["achieved_gflops"] / row["gemm_gflops"])
+    assert row["achieved_gflops"] == pytest.approx(row["gflop_per_step"] / row["step_ms"] * 1000)

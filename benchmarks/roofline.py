@@ -1,0 +1,185 @@
+"""Roofline of a training step: its FLOPs against the machine's measured GEMM rate.
+
+    python benchmarks/roofline.py                    # -> results/roofline_<device>.csv, prints the table
+    python benchmarks/roofline.py --markdown benchmarks/results/roofline_cpu.csv --readme benchmarks/README.md
+
+For each model (Informer and LogSparse at the papers' sizes, LogSparse also at d_model 512, and
+both in the improved recipe, on ETTh1-shaped inputs: ``M``, 96/48/24, batch 32) and precision
+(fp32, bf16 autocast):
+
+* **FLOPs** of one training step, forward and backward, counted by
+  ``torch.utils.flop_counter.FlopCounterMode`` (matrix products, convolutions and attention;
+  element-wise work is not counted, so the share below is of the GEMM work alone);
+* **step time**: the median of ``--steps`` optimizer steps (forward, MSE, backward, Adam) on
+  random inputs of the data's sizes, after two warm-up steps;
+* **GEMM rate**: the median rate of a square ``--gemm-size`` matrix product in the same
+  precision, measured in the same process just before the model's steps;
+* **share** = FLOPs / step time / GEMM rate: how close the step comes to the rate of the
+  machine's best kernel. What is left is element-wise work, copies, small or skinny GEMMs and
+  framework overhead.
+
+Every row records the command, commit, machine, torch version, threads and ``others_cpu``
+(the share of the cores other processes used while it ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    RESULTS,
+    CpuLoad,
+    command_line,
+    commit,
+    emit_tables,
+    machine,
+    markdown_table,
+    short_commit,
+    write_rows,
+)
+
+from forecast.models import DataSpec, build_model  # noqa: E402
+from forecast.recipes import get_recipe  # noqa: E402
+
+COLUMNS = ["model", "size", "precision", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
+           "threads", "others_cpu", "device", "torch", "machine", "commit", "command"]
+SPEC = DataSpec(seq_len=96, label_len=48, pred_len=24, c_in=7, c_out=7, n_time_features=4)
+BATCH = 32
+# (model, size label, options): the registry defaults are the papers' sizes (LogSparse's paper recipe is
+# d_model 64); "d512" is LogSparse at benchmarks/train.py's size, that of issue 21's target.
+CASES = [
+    ("informer", "paper (d512)", {}),
+    ("informer", "improved (d32)", get_recipe("improved").options_for("informer")),
+    ("logsparse", "d512", {"d_model": 512, "n_heads": 8, "d_ff": 2048}),
+    ("logsparse", "paper recipe (d64)", {}),
+    ("logsparse", "improved (d32)", get_recipe("improved").options_for("logsparse")),
+]
+
+
+def _autocast(precision: str):
+    return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+
+
+def gemm_gflops(size: int, precision: str, repeats: int = 7) -> float:
+    """Median GFLOP/s of a ``size`` x ``size`` matrix product in ``precision``."""
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    a @ b
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - started)
+    return 2 * size**3 / statistics.median(times) / 1e9
+
+
+def _inputs() -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(BATCH, SPEC.seq_len, SPEC.c_in, generator=generator)
+    x_mark = torch.rand(BATCH, SPEC.seq_len, SPEC.n_time_features, generator=generator) - 0.5
+    y_mark = torch.rand(BATCH, SPEC.label_len + SPEC.pred_len, SPEC.n_time_features, generator=generator) - 0.5
+    target = torch.randn(BATCH, SPEC.pred_len, SPEC.c_out, generator=generator)
+    return x, x_mark, y_mark, target
+
+
+def measure(name: str, size: str, options: dict[str, Any], precision: str, steps: int,
+            gemm_size: int) -> dict[str, Any]:
+    """One row: the step's FLOPs and median time against this precision's GEMM rate."""
+    torch.manual_seed(0)
+    model = build_model(name, SPEC, **options).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    x, x_mark, y_mark, target = _inputs()
+
+    def step() -> None:
+        with _autocast(precision):
+            loss = F.mse_loss(model(x, x_mark, y_mark).float(), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        with _autocast(precision):
+            loss = F.mse_loss(model(x, x_mark, y_mark).float(), target)
+        loss.backward()
+    optimizer.zero_grad()
+    load = CpuLoad()
+    with load:
+        rate = gemm_gflops(gemm_size, precision)
+        step(), step()  # warm-up
+        times = []
+        for _ in range(steps):
+            started = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - started)
+    seconds = statistics.median(times)
+    flops = counter.get_total_flops()
+    return {
+        "model": name, "size": size, "precision": precision, "gflop_per_step": flops / 1e9,
+        "step_ms": seconds * 1000, "achieved_gflops": flops / seconds / 1e9, "gemm_gflops": rate,
+        "share": flops / seconds / 1e9 / rate, "threads": torch.get_num_threads(),
+        "others_cpu": load.share, "device": "cpu", "torch": torch.__version__, "machine": machine(),
+        "commit": commit(), "command": command_line(),
+    }
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The README table of the rows of a results CSV."""
+    def number(value: Any, digits: int) -> str:
+        return f"{float(value):,.{digits}f}" if value not in ("", None) else "–"
+
+    header = ["model", "size", "precision", "GFLOP / step", "ms / step", "achieved GFLOP/s", "GEMM GFLOP/s",
+              "share of GEMM rate", "threads", "others_cpu"]
+    body = [[row["model"], row["size"], row["precision"], number(row["gflop_per_step"], 1),
+             number(row["step_ms"], 0), number(row["achieved_gflops"], 1), number(row["gemm_gflops"], 1),
+             f"{float(row['share']):.0%}", str(row["threads"]), number(row["others_cpu"], 2)] for row in rows]
+    meta = rows[0] if rows else {}
+    commits = ", ".join(sorted({short_commit(row["commit"]) for row in rows}))
+    return (f"ETTh1-shaped inputs (`M`, 96/48/24, batch 32); {meta.get('machine', '')}; torch "
+            f"{meta.get('torch', '')}; commit {commits}. Command: `{meta.get('command', '')}`.\n\n"
+            + markdown_table(header, body) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--gemm-size", type=int, default=2048)
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
+    parser.add_argument("--output", type=Path, default=RESULTS / "roofline_cpu.csv")
+    parser.add_argument("--markdown", type=Path, help="print the README table of this results CSV and exit")
+    parser.add_argument("--readme", type=Path, help="with --markdown: rewrite this README's block instead")
+    args = parser.parse_args(argv)
+    if args.markdown is not None:
+        import csv
+
+        with args.markdown.open() as handle:
+            rows = list(csv.DictReader(handle))
+        emit_tables("roofline-tables", markdown(rows), args.readme)
+        return 0
+    rows = []
+    for name, size, options in CASES:
+        if name not in args.models:
+            continue
+        for precision in args.precisions:
+            rows.append(measure(name, size, options, precision, args.steps, args.gemm_size))
+            print(f"{name} {size} {precision}: {rows[-1]['step_ms']:.0f} ms, {rows[-1]['share']:.0%} of "
+                  f"{rows[-1]['gemm_gflops']:.0f} GFLOP/s", flush=True)
+    write_rows(rows, args.output, COLUMNS)
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
