@@ -52,7 +52,7 @@ from _common import (  # noqa: E402
 from forecast.models import DataSpec, build_model  # noqa: E402
 from forecast.recipes import get_recipe  # noqa: E402
 
-COLUMNS = ["model", "size", "precision", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
+COLUMNS = ["model", "size", "precision", "batch", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
            "threads", "others_cpu", "device", "torch", "machine", "commit", "command"]
 SPEC = DataSpec(seq_len=96, label_len=48, pred_len=24, c_in=7, c_out=7, n_time_features=4)
 BATCH = 32
@@ -84,22 +84,22 @@ def gemm_gflops(size: int, precision: str, repeats: int = 7) -> float:
     return 2 * size**3 / statistics.median(times) / 1e9
 
 
-def _inputs() -> tuple[torch.Tensor, ...]:
+def _inputs(batch: int) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(BATCH, SPEC.seq_len, SPEC.c_in, generator=generator)
-    x_mark = torch.rand(BATCH, SPEC.seq_len, SPEC.n_time_features, generator=generator) - 0.5
-    y_mark = torch.rand(BATCH, SPEC.label_len + SPEC.pred_len, SPEC.n_time_features, generator=generator) - 0.5
-    target = torch.randn(BATCH, SPEC.pred_len, SPEC.c_out, generator=generator)
+    x = torch.randn(batch, SPEC.seq_len, SPEC.c_in, generator=generator)
+    x_mark = torch.rand(batch, SPEC.seq_len, SPEC.n_time_features, generator=generator) - 0.5
+    y_mark = torch.rand(batch, SPEC.label_len + SPEC.pred_len, SPEC.n_time_features, generator=generator) - 0.5
+    target = torch.randn(batch, SPEC.pred_len, SPEC.c_out, generator=generator)
     return x, x_mark, y_mark, target
 
 
 def measure(name: str, size: str, options: dict[str, Any], precision: str, steps: int,
-            gemm_size: int) -> dict[str, Any]:
+            gemm_size: int, batch: int = BATCH) -> dict[str, Any]:
     """One row: the step's FLOPs and median time against this precision's GEMM rate."""
     torch.manual_seed(0)
     model = build_model(name, SPEC, **options).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    x, x_mark, y_mark, target = _inputs()
+    x, x_mark, y_mark, target = _inputs(batch)
 
     def step() -> None:
         with _autocast(precision):
@@ -126,7 +126,7 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
     seconds = statistics.median(times)
     flops = counter.get_total_flops()
     return {
-        "model": name, "size": size, "precision": precision, "gflop_per_step": flops / 1e9,
+        "model": name, "size": size, "precision": precision, "batch": batch, "gflop_per_step": flops / 1e9,
         "step_ms": seconds * 1000, "achieved_gflops": flops / seconds / 1e9, "gemm_gflops": rate,
         "share": flops / seconds / 1e9 / rate, "threads": torch.get_num_threads(),
         "others_cpu": load.share, "device": "cpu", "torch": torch.__version__, "machine": machine(),
@@ -139,14 +139,14 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     def number(value: Any, digits: int) -> str:
         return f"{float(value):,.{digits}f}" if value not in ("", None) else "–"
 
-    header = ["model", "size", "precision", "GFLOP / step", "ms / step", "achieved GFLOP/s", "GEMM GFLOP/s",
+    header = ["model", "size", "precision", "batch", "GFLOP / step", "ms / step", "achieved GFLOP/s", "GEMM GFLOP/s",
               "share of GEMM rate", "threads", "others_cpu"]
-    body = [[row["model"], row["size"], row["precision"], number(row["gflop_per_step"], 1),
+    body = [[row["model"], row["size"], row["precision"], str(row.get("batch") or BATCH), number(row["gflop_per_step"], 1),
              number(row["step_ms"], 0), number(row["achieved_gflops"], 1), number(row["gemm_gflops"], 1),
              f"{float(row['share']):.0%}", str(row["threads"]), number(row["others_cpu"], 2)] for row in rows]
     meta = rows[0] if rows else {}
     commits = ", ".join(sorted({short_commit(row["commit"]) for row in rows}))
-    return (f"ETTh1-shaped inputs (`M`, 96/48/24, batch 32); {meta.get('machine', '')}; torch "
+    return (f"ETTh1-shaped inputs (`M`, 96/48/24); {meta.get('machine', '')}; torch "
             f"{meta.get('torch', '')}; commit {commits}. Command: `{meta.get('command', '')}`.\n\n"
             + markdown_table(header, body) + "\n")
 
@@ -155,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--gemm-size", type=int, default=2048)
+    parser.add_argument("--batch", type=int, nargs="+", default=[BATCH], help="windows per step (several: one row each)")
+    parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. 'improved (d32)'")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
     parser.add_argument("--output", type=Path, default=RESULTS / "roofline_cpu.csv")
@@ -170,12 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for name, size, options in CASES:
-        if name not in args.models:
+        if name not in args.models or (args.sizes and size not in args.sizes):
             continue
         for precision in args.precisions:
-            rows.append(measure(name, size, options, precision, args.steps, args.gemm_size))
-            print(f"{name} {size} {precision}: {rows[-1]['step_ms']:.0f} ms, {rows[-1]['share']:.0%} of "
-                  f"{rows[-1]['gemm_gflops']:.0f} GFLOP/s", flush=True)
+            for batch in args.batch:
+                rows.append(measure(name, size, options, precision, args.steps, args.gemm_size, batch))
+                row = rows[-1]
+                print(f"{name} {size} {precision} batch {batch}: {row['step_ms']:.0f} ms, {row['share']:.0%} of "
+                      f"{row['gemm_gflops']:.0f} GFLOP/s", flush=True)
     write_rows(rows, args.output, COLUMNS)
     print(markdown(rows))
     return 0
