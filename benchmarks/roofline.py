@@ -146,8 +146,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
              f"{float(row['share']):.0%}", str(row["threads"]), number(row["others_cpu"], 2)] for row in rows]
     meta = rows[0] if rows else {}
     commits = ", ".join(sorted({short_commit(row["commit"]) for row in rows}))
+    commands = "; then ".join(f"`{command}`" for command in dict.fromkeys(row["command"] for row in rows))
     return (f"ETTh1-shaped inputs (`M`, 96/48/24); {meta.get('machine', '')}; torch "
-            f"{meta.get('torch', '')}; commit {commits}. Command: `{meta.get('command', '')}`.\n\n"
+            f"{meta.get('torch', '')}; commit {commits}. Commands: {commands}.\n\n"
             + markdown_table(header, body) + "\n")
 
 
