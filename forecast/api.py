@@ -261,7 +261,7 @@ class Forecaster:
             reversible instance normalization and the settings chosen on validation
             windows) or ``paper`` (the papers' settings). Options given here win.
         quantiles: levels of the quantile columns ``predict`` adds for models that
-            forecast distributions (those with a ``quantiles`` or ``sample`` method).
+            forecast distributions (``model.probabilistic``).
         progress: show Lightning's progress bar; ``None`` (the default): in interactive use (a
             terminal or a Jupyter kernel) unless the ``CI`` environment variable is set.
             Lightning's own messages (accelerator summary, tips) are never shown; every

@@ -141,7 +141,8 @@ class EpochLog(Callback):
     Each epoch logs its mean training loss (over windows), validation loss, learning rate and
     seconds, and marks a new best validation loss; early stopping logs why it stopped.
     :meth:`frame` is the history, one row per epoch; it is saved in checkpoints, so a resumed
-    run keeps the epochs it trained before.
+    run keeps the epochs it trained before (an epoch resumed midway averages the steps after
+    the resume).
     """
 
     def __init__(self, timer: Callable[[], float] = time.perf_counter) -> None:
