@@ -173,7 +173,8 @@ def test_the_measured_waste_fixes_stay_in_place():
 
 @pytest.mark.parametrize("script, block, csv_name", [("attention", "attention-tables", "attention_cpu.csv"),
                                                       ("train", "train-tables", "train_cpu.csv"),
-                                                      ("roofline", "roofline-tables", "roofline_cpu.csv")])
+                                                      ("roofline", "roofline-tables", "roofline_cpu.csv"),
+                                                      ("reference", "reference-tables", "reference_cpu.csv")])
 def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, block, csv_name, tmp_path):
     """Every figure in benchmarks/README.md's tables comes from the committed results."""
     readme = tmp_path / "README.md"
