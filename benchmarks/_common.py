@@ -198,3 +198,20 @@ def emit_tables(name: str, tables: str, readme: Path | None) -> None:
         print(tables.rstrip("\n"))
     else:
         update_readme(name, tables, readme)
+
+
+def add_table_arguments(parser: Any) -> None:
+    """``--markdown CSV`` (print a results file's README tables and exit) and ``--readme PATH``."""
+    parser.add_argument("--markdown", type=Path, help="print the README tables of this results CSV and exit")
+    parser.add_argument("--readme", type=Path, help="with --markdown: rewrite this README's block instead")
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a results CSV, as written by :func:`write_rows`."""
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def commits_of(rows: Iterable[dict[str, Any]]) -> str:
+    """The short commits of the rows, sorted and joined."""
+    return ", ".join(sorted({short_commit(row["commit"]) for row in rows}))

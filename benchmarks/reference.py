@@ -20,7 +20,6 @@ and precision (fp32, bf16 autocast), with ``others_cpu``, the command, commit an
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import statistics
 import subprocess
@@ -40,12 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     RESULTS,
     CpuLoad,
+    add_table_arguments,
     command_line,
     commit,
+    commits_of,
+    csv_rows,
     emit_tables,
     machine,
     markdown_table,
-    short_commit,
     write_rows,
 )
 
@@ -156,7 +157,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
              f"{float(row['speedup']):.3f}x", str(row["rounds"]),
              f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in rows]
     meta = rows[0] if rows else {}
-    commits = ", ".join(sorted({short_commit(row["commit"]) for row in rows}))
+    commits = commits_of(rows)
     return (f"ETTh1 `M` 96/48/24, batch 32, the paper's size; the original at {str(meta.get('reference_commit'))[:8]}; "
             f"{meta.get('machine', '')}; torch {meta.get('torch', '')}; commit {commits}. "
             f"Command: `{meta.get('command', '')}`.\n\n" + markdown_table(header, body) + "\n")
@@ -169,12 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--output", type=Path, default=RESULTS / "reference_cpu.csv")
-    parser.add_argument("--markdown", type=Path, help="print the README table of this results CSV and exit")
-    parser.add_argument("--readme", type=Path, help="with --markdown: rewrite this README's block instead")
+    add_table_arguments(parser)
     args = parser.parse_args(argv)
     if args.markdown is not None:
-        with args.markdown.open() as handle:
-            emit_tables("reference-tables", markdown(list(csv.DictReader(handle))), args.readme)
+        emit_tables("reference-tables", markdown(csv_rows(args.markdown)), args.readme)
         return 0
     sources = reference_sources(args.informer2020)
     rows = []

@@ -40,12 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     RESULTS,
     CpuLoad,
+    add_table_arguments,
     command_line,
     commit,
+    commits_of,
+    csv_rows,
     emit_tables,
     machine,
     markdown_table,
-    short_commit,
     write_rows,
 )
 
@@ -145,7 +147,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
              number(row["step_ms"], 0), number(row["achieved_gflops"], 1), number(row["gemm_gflops"], 1),
              f"{float(row['share']):.0%}", str(row["threads"]), number(row["others_cpu"], 2)] for row in rows]
     meta = rows[0] if rows else {}
-    commits = ", ".join(sorted({short_commit(row["commit"]) for row in rows}))
+    commits = commits_of(rows)
     commands = "; then ".join(f"`{command}`" for command in dict.fromkeys(row["command"] for row in rows))
     return (f"ETTh1-shaped inputs (`M`, 96/48/24); {meta.get('machine', '')}; torch "
             f"{meta.get('torch', '')}; commit {commits}. Commands: {commands}.\n\n"
@@ -161,15 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
     parser.add_argument("--output", type=Path, default=RESULTS / "roofline_cpu.csv")
-    parser.add_argument("--markdown", type=Path, help="print the README table of this results CSV and exit")
-    parser.add_argument("--readme", type=Path, help="with --markdown: rewrite this README's block instead")
+    add_table_arguments(parser)
     args = parser.parse_args(argv)
     if args.markdown is not None:
-        import csv
-
-        with args.markdown.open() as handle:
-            rows = list(csv.DictReader(handle))
-        emit_tables("roofline-tables", markdown(rows), args.readme)
+        emit_tables("roofline-tables", markdown(csv_rows(args.markdown)), args.readme)
         return 0
     rows = []
     for name, size, options in CASES:
