@@ -46,6 +46,7 @@ from forecast.training import (
     git_commit,
     has_trainable_parameters,
     last_checkpoint,
+    lightning_messages,
     lightning_warnings,
     load_checkpoint,
 )
@@ -183,14 +184,17 @@ def run_experiment(
     run_dir = Path(runs_dir) / experiment.run_name()
     clock = TrainClock()
     trained = has_trainable_parameters(model) and training.max_epochs > 0
+    # Lightning's own messages (model summary, accelerator lines, tips) only with the progress bar.
     trainer = build_trainer(training, run_dir, callbacks=[clock, *callbacks], enable_progress_bar=progress,
+                            enable_model_summary=progress,
                             train_batches=len(datamodule.train_dataloader()) if trained else None)
     if trained:
         resume = last_checkpoint(run_dir)
         if resume is not None:
             log.info("resuming from %s", resume)
         # weights_only: checkpoints never unpickle code
-        with lightning_warnings(num_workers=training.num_workers, resuming=resume is not None):
+        with lightning_messages(progress), lightning_warnings(num_workers=training.num_workers,
+                                                              resuming=resume is not None):
             trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
         train_seconds, epochs = clock.seconds, trainer.current_epoch
         # The best epoch's weights, then the recipe's calibration on validation windows, then the test.
@@ -198,7 +202,7 @@ def run_experiment(
         calibrate_on_validation(model, datamodule, training)
     else:
         train_seconds, epochs = 0.0, 0
-    with lightning_warnings(num_workers=training.num_workers):
+    with lightning_messages(progress), lightning_warnings(num_workers=training.num_workers):
         test_output = trainer.test(module, datamodule=datamodule, verbose=False)
     metrics = test_output[0]
     best_path = trainer.checkpoint_callback.best_model_path if trained else ""
