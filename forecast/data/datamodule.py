@@ -14,7 +14,7 @@ import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
-from forecast.data.fitted import FittedState, FutureBatch, fit_scaler
+from forecast.data.fitted import ArrayOrTensor, FittedState, FutureBatch, fit_scaler
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader, eval_sampler
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
@@ -36,14 +36,17 @@ from forecast.errors import ChecksumError, ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
-ArrayOrTensor = TypeVar("ArrayOrTensor", np.ndarray, torch.Tensor)
-
 
 @dataclass(frozen=True)
 class _Source:
     data: pd.DataFrame | pd.Series | Path
     name: str
     info: registry.DatasetInfo | None
+
+    @property
+    def label(self) -> str:
+        """Registered name, file stem, or ``'<DataFrame>'``."""
+        return self.info.name if self.info is not None else self.name
 
 
 @dataclass(frozen=True)
@@ -246,8 +249,9 @@ class WindowDataModule(L.LightningDataModule):
                                 dates=series.dates)
         options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
                    "columns": list(cfg.columns) if cfg.columns is not None else None}
+        if self._given_fitted is not None:
+            self._check_given_state(self._given_fitted)
         fitted = self._given_fitted or self._fit_state(series, borders["train"], source, options)
-        self._check_given_state(fitted)
         scaled = fitted.scale(series)  # [T, C]
         marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
         datasets = {
@@ -270,8 +274,7 @@ class WindowDataModule(L.LightningDataModule):
         cfg = self.config
         start, end = train_rows
         scaler = fit_scaler(series.values[start:end], series.input_columns, series.source)  # fit on [T_train, C]
-        name = source.info.name if source.info is not None else source.name
-        return FittedState(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, name,
+        return FittedState(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, source.label,
                            options, cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding, scaler)
 
     def _check_given_state(self, fitted: FittedState) -> None:
@@ -323,8 +326,7 @@ class WindowDataModule(L.LightningDataModule):
     @property
     def dataset_name(self) -> str:
         """Registered name, file stem, or ``'<DataFrame>'``."""
-        state = self._state()
-        return state.source.info.name if state.source.info is not None else state.source.name
+        return self._state().source.label
 
     @property
     def dataset_info(self) -> registry.DatasetInfo | None:
