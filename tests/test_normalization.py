@@ -53,21 +53,27 @@ def model(name: str, s: DataSpec, seed: int = 0, **options) -> torch.nn.Module:
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**16), affine=st.booleans(), width=st.integers(1, 3), center=st.sampled_from(["mean", "last"]))
+@given(seed=st.integers(0, 2**16), affine=st.booleans(), width=st.integers(1, 3),
+       center=st.sampled_from(["mean", "last", "learned"]))
 def test_denormalize_inverts_normalize_exactly(seed, affine, width, center):
     g = torch.Generator().manual_seed(seed)
-    norm = ReversibleInstanceNorm(3, affine=affine, center=center)
+    norm = ReversibleInstanceNorm(3, affine=affine, center=center).double()
     if affine:  # a trained affine, not the identity it starts as
         with torch.no_grad():
             norm.weight.copy_(torch.rand(3, generator=g) + 0.5)
             norm.bias.copy_(torch.randn(3, generator=g))
+    if center == "learned":  # a trained mix, not the halfway point it starts at
+        with torch.no_grad():
+            norm.center_logit.copy_(torch.randn(3, generator=g) * 0.2)
     x = torch.randn(4, 20, 3, generator=g, dtype=torch.float64) * 50 + 1000
     stats = norm.statistics(x)
     values = x[..., 3 - width:]  # the last `width` variables, as output variables are
     torch.testing.assert_close(norm.denormalize(norm.normalize(values, stats), stats), values)
     normalized = norm.normalize(x, stats)
     if not affine:  # each window and variable is centred at 0 and has (up to eps) unit variance
-        centred = normalized.mean(1) if center == "mean" else normalized[:, -1]  # the last value is 0
+        weight_on_last = norm.weight_on_last()
+        # the location (a point between the mean and the last value) maps to 0
+        centred = normalized.mean(1) + weight_on_last * (normalized[:, -1] - normalized.mean(1))
         torch.testing.assert_close(centred, torch.zeros(4, 3, dtype=torch.float64))
         torch.testing.assert_close(normalized.std(1, unbiased=False), torch.ones(4, 3, dtype=torch.float64),
                                    atol=1e-6, rtol=1e-6)
@@ -104,7 +110,7 @@ def test_revin_options_are_checked():
 
 @pytest.mark.parametrize("name, options", VARIANTS, ids=lambda v: str(v))
 @pytest.mark.parametrize("features", ["M", "MS"])
-@pytest.mark.parametrize("affine, center", [(False, "mean"), (True, "mean"), (False, "last")])
+@pytest.mark.parametrize("affine, center", [(False, "mean"), (True, "mean"), (False, "last"), (False, "learned")])
 def test_revin_forecasts_follow_a_shifted_and_scaled_window(name, options, features, affine, center):
     """f(a * x + b) == a * f(x) + b per variable: the forecast has no memory of the window's level or scale."""
     s = spec(features)
@@ -129,6 +135,26 @@ def test_last_value_centring_makes_a_zero_output_the_naive_forecast():
     torch.testing.assert_close(net(x, x_mark, y_mark), x[:, -1:].expand(-1, s.pred_len, -1))
     with pytest.raises(ConfigError, match="revin_center"):
         model("informer", s, revin=True, revin_center="median")
+
+
+def test_the_learned_centre_starts_halfway_and_learns_towards_the_better_centre():
+    """On a random walk the last value is the better centre: training moves the weight towards it."""
+    s = spec("S")
+    net = model("dlinear", s, revin=True, revin_center="learned").train()
+    x, x_mark, y_mark = batch(s, batch_size=64)
+    norm = net.revin
+    torch.testing.assert_close(norm.statistics(x).location, (x.mean(1, keepdim=True) + x[:, -1:]) / 2)
+    with torch.no_grad():
+        for parameter in net.parameters():
+            parameter.zero_()  # a network that outputs zeros forecasts the location
+    target = x[:, -1:].expand(-1, s.pred_len, -1)  # a random walk's best forecast: its last value
+    # Adam at the improved recipe's learning rate: a few hundred steps reach the last value
+    optimizer = torch.optim.Adam([norm.center_logit], lr=1e-3)
+    for _ in range(300):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(net(x, x_mark, y_mark), target).backward()
+        optimizer.step()
+    assert norm.weight_on_last().item() > 0.9  # without CENTER_LOGIT_SCALE it would stay below 0.6
 
 
 def test_without_revin_a_model_is_not_invariant():

@@ -8,7 +8,10 @@ far outside the range the network was trained on.
 Statistics are per window and per variable, over the input window only, so the
 forecast never depends on values it forecasts. The location is the window's mean (RevIN) or,
 with ``center="last"``, its last value (as NLinear subtracts it): a network that outputs zeros
-then forecasts the last value, the floor a random walk such as an exchange rate is hard to beat. Output variables are the last ``C_out``
+then forecasts the last value, the floor a random walk such as an exchange rate is hard to beat.
+With ``center="learned"`` it is a learned per-variable point between the two,
+``mean + sigmoid(a) * (last - mean)``, starting halfway: neither centre is best on every dataset
+(experiments/README.md), and one model should not need a choice per dataset. Output variables are the last ``C_out``
 inputs (the package's variable order), so un-normalizing reads the last ``C_out``
 statistics. The inverse is the exact inverse of the forward map; a Gaussian's scale
 maps with the absolute slope, and quantiles are taken after un-normalizing (a negative
@@ -27,8 +30,13 @@ from forecast.errors import ConfigError
 
 __all__ = ["CENTERS", "Center", "ReversibleInstanceNorm", "WindowStats", "validate_revin_options"]
 
-Center = Literal["mean", "last"]
-CENTERS: tuple[str, ...] = ("mean", "last")
+# Adam moves a parameter by about the learning rate a step: at 1e-3 halved every epoch that is a
+# few tenths in all, too little for the learned centre's logit to reach either centre (about +-4).
+# The logit is this multiple of its parameter, so it moves as if its learning rate were that much larger.
+CENTER_LOGIT_SCALE = 20.0
+
+Center = Literal["mean", "last", "learned"]
+CENTERS: tuple[str, ...] = ("mean", "last", "learned")
 
 
 def validate_revin_options(revin: object, revin_affine: object, revin_center: object = "mean") -> None:
@@ -55,7 +63,7 @@ class ReversibleInstanceNorm(nn.Module):
     ``std`` is ``sqrt(var + eps)`` (population variance), so a constant window maps to
     zeros instead of dividing by zero. ``affine`` adds a learned per-variable weight and
     bias in the normalized space (RevIN's optional affine). ``center``: subtract the
-    window's ``mean`` (RevIN) or its ``last`` value.
+    window's ``mean`` (RevIN), its ``last`` value, or a ``learned`` per-variable mix of the two.
     """
 
     def __init__(self, n_variables: int, affine: bool = False, eps: float = 1e-5, center: Center = "mean"):
@@ -65,10 +73,22 @@ class ReversibleInstanceNorm(nn.Module):
         self.center = require_choice("center", center, CENTERS)
         self.weight = nn.Parameter(torch.ones(n_variables)) if affine else None
         self.bias = nn.Parameter(torch.zeros(n_variables)) if affine else None
+        # Each variable's weight on the last value is sigmoid(CENTER_LOGIT_SCALE * center_logit); 0 starts halfway.
+        self.center_logit = nn.Parameter(torch.zeros(n_variables)) if center == "learned" else None
+
+    def weight_on_last(self) -> Tensor:
+        """Each variable's weight on the last value, ``[C_in]``: 0 for the mean, 1 for the last value."""
+        if self.center_logit is None:
+            return torch.full((self.n_variables,), float(self.center == "last"))
+        return torch.sigmoid(CENTER_LOGIT_SCALE * self.center_logit)
 
     def statistics(self, x: Tensor) -> WindowStats:
         """Statistics of an input window ``x [B, L, C_in]`` over its L steps."""
-        location = x.mean(dim=1, keepdim=True) if self.center == "mean" else x[:, -1:]  # [B, 1, C_in]
+        mean, last = x.mean(dim=1, keepdim=True), x[:, -1:]  # [B, 1, C_in] each
+        if self.center_logit is not None:
+            location = mean + self.weight_on_last() * (last - mean)
+        else:
+            location = mean if self.center == "mean" else last
         variance = x.var(dim=1, keepdim=True, unbiased=False)  # [B, 1, C_in]
         return WindowStats(location, torch.sqrt(variance + self.eps))
 

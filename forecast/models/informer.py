@@ -53,7 +53,7 @@ class InformerConfig:
     ``channels``: ``joint`` (the paper's: one sequence of all variables per window) or
     ``independent`` (one sequence per output variable, shared weights). ``revin`` and
     ``revin_affine``: reversible instance normalization, with its learned affine; ``revin_center``:
-    subtract each window's ``mean`` (RevIN) or its ``last`` value.
+    subtract each window's ``mean`` (RevIN), its ``last`` value or a ``learned`` per-variable mix.
     """
 
     d_model: int = 512

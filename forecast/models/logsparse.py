@@ -91,7 +91,7 @@ class LogSparseConfig:
     Gaussian head's scale on the standardized scale. ``revin`` and ``revin_affine``:
     reversible instance normalization (:mod:`forecast.layers.normalization`), inverted on
     the mean, the Gaussian scale and sample paths; ``revin_center``: subtract each window's
-    ``mean`` or its ``last`` value.
+    ``mean``, its ``last`` value or a ``learned`` per-variable mix.
     """
 
     d_model: int = 64
