@@ -25,6 +25,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from forecast.config import DEFAULT_RUNS_DIR
 from forecast.experiment import Experiment, run_experiment
 from forecast.recipes import DEFAULT_RECIPE, RECIPES
 from forecast.training import SIGTERM_EXIT_STATUS, stopped_by_sigterm
@@ -72,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="also checkpoint every this many optimizer steps")
     parser.add_argument("--results", type=Path, default=None,
                         help="results CSV (default experiments/results/<dataset>.csv)")
-    parser.add_argument("--runs-dir", type=Path, default=HERE / "runs")
+    parser.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
     parser.add_argument("--progress", action="store_true", help="show Lightning's progress bar")
     return parser.parse_args(argv)
 

@@ -27,10 +27,8 @@ import datetime
 import inspect
 import json
 import logging
-import math
 import os
 import sys
-import pickle
 import tempfile
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +38,6 @@ import lightning as L
 import numpy as np
 import pandas as pd
 import torch
-from lightning.pytorch.callbacks import Callback
 from matplotlib.figure import Figure
 from torch import nn
 
@@ -57,17 +54,8 @@ from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.recipes import DEFAULT_RECIPE, get_recipe
-from forecast.training import (
-    EpochLog,
-    lightning_messages,
-    lightning_warnings,
-    TrainingConfig,
-    build_trainer,
-    calibrate_on_validation,
-    has_trainable_parameters,
-    last_checkpoint,
-    load_checkpoint,
-)
+from forecast.training import (EpochLog, TrainedRun, TrainingConfig, fit_best, last_checkpoint, load_checkpoint,
+                               test_windows)
 
 __all__ = ["Forecaster", "model_option_names"]
 
@@ -222,22 +210,6 @@ def _write_json(path: Path, content: Mapping[str, Any]) -> None:
         raise
 
 
-class _BestWeights(Callback):
-    """Keeps in memory the model weights of the epoch with the lowest ``val_loss``."""
-
-    def __init__(self) -> None:
-        self.score = math.inf
-        self.state: dict[str, torch.Tensor] | None = None
-
-    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or "val_loss" not in trainer.callback_metrics:
-            return
-        score = float(trainer.callback_metrics["val_loss"])
-        if score < self.score:
-            self.score = score
-            self.state = {k: v.detach().to("cpu", copy=True) for k, v in pl_module.model.state_dict().items()}
-
-
 # --------------------------------------------------------------------------- Forecaster
 
 
@@ -332,7 +304,7 @@ class Forecaster:
         self._check_model_options()
         self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         self._fitted: FittedState | None = None
-        self._epochs = EpochLog().frame()
+        self._run = TrainedRun(None, EpochLog().frame())
         self._module: ForecastModule | None = None
         self._datamodule: WindowDataModule | None = None
         self._data: Table | None = None
@@ -465,7 +437,13 @@ class Forecaster:
         """One row per epoch of the last ``fit`` (``epoch``, ``train_loss``, ``val_loss``, ``learning_rate``,
         ``seconds``), a resumed run's earlier epochs included; empty for a model that does not train
         and for a loaded forecaster."""
-        return self._epochs.copy()
+        return self._run.history.copy()
+
+    @property
+    def last_fit(self) -> TrainedRun:
+        """What the last ``fit`` left: its history, training seconds, epochs, best epoch and validation
+        loss, and the Lightning trainer (``None`` when nothing was trained, or for a loaded forecaster)."""
+        return self._run
 
     @property
     def fitted_state(self) -> FittedState:
@@ -504,11 +482,6 @@ class Forecaster:
             weight_decay=training.weight_decay,
             fitted=fitted,
         )
-
-    def _trainer(self, run_dir: Path | None, callbacks: Sequence[Callback] = ()) -> L.Trainer:
-        quiet = {"enable_progress_bar": self._progress, "enable_model_summary": False, "logger": False}
-        overrides = {k: v for k, v in quiet.items() if k not in self._training.extra_trainer_options}
-        return build_trainer(self._training, run_dir, callbacks=[*callbacks, *self._callbacks], **overrides)
 
     def _run_identity(self, config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[str, Any]:
         """What must match for a checkpoint to be resumed: model, options, data and variables."""
@@ -567,7 +540,8 @@ class Forecaster:
         without trainable parameters (``naive``) and ``max_epochs=0`` skip training.
 
         With ``run_dir``: a checkpoint every epoch under ``run_dir/checkpoints``
-        (``last.ckpt`` and the best), and the saved forecaster (as :meth:`save`) in
+        (``last.ckpt`` and the best), the curves in ``run_dir/lightning_logs`` (unless a
+        ``logger`` option says otherwise), and the saved forecaster (as :meth:`save`) in
         ``run_dir``. With ``resume`` (default), a run killed earlier continues from its
         ``last.ckpt``, after checking that it was made with the same model, options
         and variables.
@@ -580,50 +554,15 @@ class Forecaster:
         module = self._new_module(model, fitted)
         run_path = Path(run_dir) if run_dir is not None else None
         checkpoint = self._prepare_run_dir(run_path, fitted, split, resume) if run_path is not None else None
-        writes, history = True, EpochLog().frame()
-        if has_trainable_parameters(model) and self._training.max_epochs > 0:
-            best = _BestWeights()
-            with lightning_messages(False):
-                trainer = self._trainer(run_path, [best])
-                with lightning_warnings(num_workers=self._training.num_workers, resuming=checkpoint is not None):
-                    trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
-            self._restore_best(trainer, module, best)
-            history = next(callback for callback in trainer.callbacks if isinstance(callback, EpochLog)).frame()
-            if history["val_loss"].notna().any():
-                chosen = history.loc[history["val_loss"].idxmin()]
-                logger.info("restored the weights of epoch %d (val_loss %.4f)", chosen["epoch"], chosen["val_loss"])
-            calibrate_on_validation(module.model, datamodule, self._training)
-            if not all(torch.isfinite(tensor).all() for tensor in module.model.state_dict().values()
-                       if tensor.is_floating_point()):
-                raise NonFiniteForecastError(
-                    f"training diverged: {self._model_name}'s weights are NaN or inf after fit, and no epoch "
-                    "with a finite validation loss was there to restore. Fix: check the data for extreme values, "
-                    "lower learning_rate, or train in float32."
-                )
-            writes = trainer.is_global_zero  # under DDP one process saves
+        run = fit_best(module, datamodule, self._training, run_path, callbacks=self._callbacks,
+                       progress=self._progress, resume=checkpoint is not None)
         self._module, self._datamodule, self._fitted, self._data, self._split = module, datamodule, fitted, data, split
-        self._epochs = history
+        self._run = run
         module.eval()
-        if run_path is not None and writes:
+        # under DDP one process saves
+        if run_path is not None and (run.trainer is None or run.trainer.is_global_zero):
             self.save(run_path)
         return self
-
-    @staticmethod
-    def _restore_best(trainer: L.Trainer, module: ForecastModule, best: _BestWeights) -> None:
-        """Load the best epoch's weights: its checkpoint (which survives resumption), else the memory copy."""
-        checkpoint = trainer.checkpoint_callback
-        path = getattr(checkpoint, "best_model_path", "") if checkpoint is not None else ""
-        if path:
-            try:
-                module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
-                return
-            except pickle.UnpicklingError as error:  # e.g. a user callback stored objects in it
-                if best.state is None:
-                    raise
-                logger.warning("%s cannot be read with weights_only=True (%s); keeping this run's best "
-                               "weights from memory.", path, error)
-        if best.state is not None:
-            module.model.load_state_dict(best.state)
 
     # ---------------------------------------------------------------------- evaluate
 
@@ -655,8 +594,7 @@ class Forecaster:
         else:
             datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows,
                                               fitted=self._require_state())
-        with lightning_messages(False), lightning_warnings(num_workers=self._training.num_workers):
-            self._trainer(None).test(module, datamodule=datamodule, verbose=False)
+        test_windows(module, datamodule, self._training, callbacks=self._callbacks, progress=self._progress)
         assert module.test_report is not None
         return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
 

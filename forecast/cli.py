@@ -337,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--horizons", nargs="+", type=int, default=None)
     sweep.add_argument("--seeds", nargs="+", type=int, default=None, help="default: each config's seed")
     sweep.add_argument("--results-dir", type=Path, default=None, help="default experiments/results")
-    sweep.add_argument("--runs-dir", type=Path, default=None, help="default experiments/runs")
+    sweep.add_argument("--runs-dir", type=Path, default=None, help="default runs (where forecast fit keeps the same runs)")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config option in every run, e.g. trainer.max_epochs=2 (repeatable)")
     sweep.add_argument("--shard", default=None, metavar="K/N",

@@ -67,7 +67,8 @@ __all__ = [
 
 SECTIONS = ("model", "data", "trainer")
 TOP_LEVEL = ("seed", "recipe", "run_dir", "quantiles", "progress")
-DEFAULT_RUNS_ROOT = Path("runs")
+# Where `forecast fit` and `forecast sweep` keep run folders unless told otherwise: one scheme for both.
+DEFAULT_RUNS_DIR = Path("runs")
 # Benchmark config files are named <model>_<features>_<pred_len>.yaml, in a folder per dataset.
 CONFIG_NAME = re.compile(r"^(?P<model>.+)_(?P<features>M|S|MS)_(?P<pred_len>\d+)$")
 
@@ -338,20 +339,16 @@ class RunConfig:
     def with_seed(self, seed: int) -> RunConfig:
         return dataclasses.replace(self, seed=seed)
 
-    def resolved_run_dir(self, root: str | os.PathLike[str] = DEFAULT_RUNS_ROOT) -> Path:
-        """``run_dir`` if set, else ``root/<dataset>/<model>_<features>_<pred_len>_seed<seed>-<hash>``.
+    def resolved_run_dir(self, root: str | os.PathLike[str] = DEFAULT_RUNS_DIR) -> Path:
+        """``run_dir`` if set, else ``root/<run name>``: the folder ``forecast sweep`` trains this run in
+        (:meth:`~forecast.experiment.Experiment.run_name`), so either resumes or predicts from the other's.
 
-        The hash covers the model, its options, the recipe, the data section and the seed,
-        so a changed model option, recipe or window trains in a fresh folder while more
-        epochs (a trainer option) resume the same run.
+        The name covers the dataset, window, seed, recipe, model options and every training setting
+        that changes what is learned: a changed option, or more epochs, trains in a fresh folder.
         """
         if self.run_dir is not None:
             return Path(self.run_dir)
-        identity = json.dumps({"model": self.model, "options": self.model_options, "data": self.data,
-                               "seed": self.seed, "recipe": self.recipe}, sort_keys=True, default=str)
-        digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
-        name = f"{self.model}_{self.data['features']}_{self.data['pred_len']}_seed{self.seed}-{digest}"
-        return Path(root) / self.dataset_label / name
+        return Path(root) / self.experiment().run_name()
 
     # ---------------------------------------------------------------- builders
 

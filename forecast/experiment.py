@@ -2,8 +2,10 @@
 
 This is the runner behind ``experiments/run.py`` and ``forecast sweep``. An
 :class:`Experiment` names a dataset, a registered model with its options, the window and
-the training recipe; :func:`run_experiment` trains it with a checkpoint every epoch under
-``runs_dir/<run name>`` (resuming a killed run from ``last.ckpt``), tests the best epoch
+the training recipe; :func:`run_experiment` trains it with :meth:`Forecaster.fit
+<forecast.Forecaster.fit>` (the one recipe, :func:`forecast.training.fit_best`) with a checkpoint
+every epoch under ``runs_dir/<run name>`` (resuming a killed run from ``last.ckpt``; the folder
+ends as a saved forecaster), tests the best epoch
 on every test window and appends the row (docs/design.md, results rows,
 :mod:`forecast.results`) atomically. A run whose key is already in the results file is
 skipped, so repeating a command, a script or a sweep continues where it stopped.
@@ -11,13 +13,14 @@ skipped, so repeating a command, a script or a sweep continues where it stopped.
 The key of a row (:data:`forecast.results.KEY`) is the dataset, model, features, window,
 seed, the recipe's name (:mod:`forecast.recipes`), the model options (the recipe's and
 those given) and the training settings that differ from the TrainingConfig defaults, both
-as sorted JSON. The run folder is named after the same key, so ``experiments/run.py`` and
-``forecast sweep`` share rows and checkpoints for the same run, and a smoke run
+as sorted JSON. The run folder is named after the same key, so ``experiments/run.py``,
+``forecast sweep`` and ``forecast fit`` share checkpoints for the same run, and a smoke run
 (``max_epochs=1``) never stands for the real one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -27,29 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 from lightning.pytorch.callbacks import Callback
 
 import forecast
-from forecast.data import WindowDataModule
+from forecast.api import Forecaster
 from forecast.errors import ConfigError
-from forecast.models import PARAMETER_FREE, DataSpec, build_model
-from forecast.module import ForecastModule
+from forecast.models import PARAMETER_FREE
 from forecast.recipes import DEFAULT_RECIPE, get_recipe, training_differences
 from forecast.results import PROBABILISTIC_COLUMNS, append_new_row, has_row
-from forecast.training import (
-    TrainClock,
-    TrainingConfig,
-    build_trainer,
-    calibrate_on_validation,
-    device_description,
-    git_commit,
-    has_trainable_parameters,
-    last_checkpoint,
-    lightning_messages,
-    lightning_warnings,
-    load_checkpoint,
-)
+from forecast.training import TrainingConfig, device_description, git_commit, test_windows
 
 __all__ = ["Experiment", "dataset_label", "run_experiment"]
 
@@ -140,6 +129,15 @@ class Experiment:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
         return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training")) + f"-{digest}"
 
+    def forecaster(self, *, progress: bool = False, callbacks: Sequence[Callback] = ()) -> Forecaster:
+        """The unfitted :class:`~forecast.Forecaster` that trains this run (its options are the recipe's already)."""
+        training = dataclasses.asdict(self.training)
+        max_epochs, seed = training.pop("max_epochs"), training.pop("seed")
+        data = {name: value for name, value in self.data_options.items() if name != "split"}
+        return Forecaster(self.model, self.seq_len, self.label_len, self.pred_len, self.features, self.target,
+                          max_epochs, seed, recipe=self.recipe, progress=progress, callbacks=list(callbacks),
+                          time_encoding=self.time_encoding, **data, **training, **self.model_options)
+
     def results_path(self, results_dir: str | os.PathLike[str]) -> Path:
         return Path(results_dir) / f"{self.label}.csv"
 
@@ -166,62 +164,25 @@ def run_experiment(
         log.info("already in %s, skipping: %s", results, key)
         return None
 
-    training = experiment.training
-    L.seed_everything(training.seed, workers=True)
-    datamodule_options = {} if experiment.target is None else {"target": experiment.target}
-    datamodule = WindowDataModule(
-        experiment.dataset, seq_len=experiment.seq_len, label_len=experiment.label_len,
-        pred_len=experiment.pred_len, features=experiment.features, time_encoding=experiment.time_encoding,
-        batch_size=training.batch_size, num_workers=training.num_workers, seed=training.seed,
-        **datamodule_options, **experiment.data_options,
-    )
-    datamodule.setup()
-    model = build_model(experiment.model, DataSpec.from_datamodule(datamodule), **experiment.model_options)
-    module = ForecastModule(model, loss=training.loss, learning_rate=training.learning_rate,
-                            lr_schedule=training.lr_schedule, weight_decay=training.weight_decay,
-                            fitted=datamodule.fitted)
-
     run_dir = Path(runs_dir) / experiment.run_name()
-    clock = TrainClock()
-    trained = has_trainable_parameters(model) and training.max_epochs > 0
-    # Lightning's own messages (model summary, accelerator lines, tips) only with the progress bar.
-    trainer = build_trainer(training, run_dir, callbacks=[clock, *callbacks], enable_progress_bar=progress,
-                            enable_model_summary=progress,
-                            train_batches=len(datamodule.train_dataloader()) if trained else None)
-    if trained:
-        resume = last_checkpoint(run_dir)
-        if resume is not None:
-            log.info("resuming from %s", resume)
-        # weights_only: checkpoints never unpickle code
-        with lightning_messages(progress), lightning_warnings(num_workers=training.num_workers,
-                                                              resuming=resume is not None):
-            trainer.fit(module, datamodule=datamodule, ckpt_path=resume, weights_only=True)
-        train_seconds, epochs = clock.seconds, trainer.current_epoch
-        # The best epoch's weights, then the recipe's calibration on validation windows, then the test.
-        module.load_state_dict(load_checkpoint(trainer.checkpoint_callback.best_model_path)["state_dict"])
-        calibrate_on_validation(model, datamodule, training)
-    else:
-        train_seconds, epochs = 0.0, 0
-    with lightning_messages(progress), lightning_warnings(num_workers=training.num_workers):
-        test_output = trainer.test(module, datamodule=datamodule, verbose=False)
-    metrics = test_output[0]
-    best_path = trainer.checkpoint_callback.best_model_path if trained else ""
-    best_epoch = int(best_path.rsplit("epoch=", 1)[1].split(".")[0]) if best_path else -1
-    best_score = trainer.checkpoint_callback.best_model_score if trained else None
-
+    forecaster = experiment.forecaster(progress=progress, callbacks=callbacks)
+    forecaster.fit(experiment.dataset, split=experiment.data_options.get("split"), run_dir=run_dir)
+    fit = forecaster.last_fit
+    metrics = test_windows(forecaster.module, forecaster.datamodule, experiment.training, trainer=fit.trainer,
+                           progress=progress)
     row = dict(
         key,
         mse=metrics["test_mse"], mae=metrics["test_mae"],
         mse_orig=metrics.get("test_mse_orig", float("nan")),
         mae_orig=metrics.get("test_mae_orig", float("nan")),
         n_test_windows=int(metrics["test_windows"]),
-        epochs=epochs, best_epoch=best_epoch,
-        train_seconds=round(train_seconds, 1), device=device_description(trainer),
+        epochs=fit.epochs, best_epoch=fit.best_epoch,
+        train_seconds=round(fit.train_seconds, 1), device=device_description(fit.trainer),
         version=forecast.__version__, commit=git_commit(outputs=[Path(results).parent]),
-        command=command, val_loss=float(best_score) if best_score is not None else "",
+        command=command, val_loss=fit.best_val_loss if fit.best_val_loss is not None else "",
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},
     )
-    if not trainer.is_global_zero:  # under DDP every process tests; one writes the row
+    if fit.trainer is not None and not fit.trainer.is_global_zero:  # under DDP every process tests; one writes
         return row
     if not append_new_row(results, row):  # another worker finished the same run first
         log.warning("%s already holds this run's row; this run's row was not added: %s", results, key)

@@ -44,7 +44,7 @@ import yaml
 from lightning.pytorch.callbacks import Callback
 
 from forecast.checks import is_int, require_ints
-from forecast.config import CONFIG_NAME, RunConfig, load_config, read_yaml
+from forecast.config import CONFIG_NAME, DEFAULT_RUNS_DIR, RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
 from forecast.experiment import Experiment, run_experiment
 from forecast.results import has_row
@@ -56,7 +56,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONFIGS_DIR = Path("experiments/configs")
 DEFAULT_RESULTS_DIR = Path("experiments/results")
-DEFAULT_RUNS_DIR = Path("experiments/runs")
 _LIST_FIELDS = ("configs", "datasets", "models", "features", "horizons", "seeds")
 _SHARD = re.compile(r"\s*(-?\d+)\s*/\s*(-?\d+)\s*")
 _SHARD_FIX = ("Fix: --shard K/N with 0 <= K < N (K is 0-based: the N workers are 0/N, 1/N, ..., (N-1)/N), "

@@ -14,6 +14,7 @@ import os
 import pickle
 import platform
 import random
+import re
 import signal
 import subprocess
 import time
@@ -36,7 +37,7 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 import forecast
 from forecast.checks import require_bool, require_choice, require_int, require_real
-from forecast.errors import ConfigError
+from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.models.base import ForecastModel
 from forecast.module import LOSSES, LR_SCHEDULES
 
@@ -496,6 +497,123 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
         model.train(was_training)
     log.info("calibrated the predictive scale on the validation windows: x%.3f", factor)
     return factor
+
+
+class BestWeights(Callback):
+    """Keeps in memory the weights of the epoch with the lowest ``val_loss``: the fallback when
+    no best checkpoint was written (a fit without a run directory)."""
+
+    def __init__(self) -> None:
+        self.score = math.inf
+        self.epoch = -1
+        self.state: dict[str, torch.Tensor] | None = None
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or "val_loss" not in trainer.callback_metrics:
+            return
+        score = float(trainer.callback_metrics["val_loss"])
+        if score < self.score:
+            self.score, self.epoch = score, trainer.current_epoch
+            self.state = {k: v.detach().to("cpu", copy=True) for k, v in pl_module.model.state_dict().items()}
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """What :func:`fit_best` leaves: the trainer (to test with), the per-epoch history, the training
+    seconds summed over resumes, the epochs trained, and the best epoch with its validation loss
+    (``-1`` and ``None`` when nothing was trained)."""
+
+    trainer: L.Trainer | None
+    history: pd.DataFrame
+    train_seconds: float = 0.0
+    epochs: int = 0
+    best_epoch: int = -1
+    best_val_loss: float | None = None
+
+
+def _quiet(config: TrainingConfig, progress: bool) -> dict[str, bool]:
+    """Trainer options of the recipe's output: Lightning's progress bar only with ``progress``, its model
+    summary never (each epoch logs a line instead); ``config.extra_trainer_options`` may say otherwise.
+    Lightning's INFO messages (accelerator lines, tips) are hidden around every call."""
+    quiet = {"enable_progress_bar": progress, "enable_model_summary": False}
+    return {name: value for name, value in quiet.items() if name not in config.extra_trainer_options}
+
+
+def fit_best(module: L.LightningModule, datamodule: Any, config: TrainingConfig,
+             run_dir: str | os.PathLike | None = None, *, callbacks: Sequence[Callback] = (),
+             progress: bool = False, resume: bool = True) -> TrainedRun:
+    """The training recipe: build the trainer, fit (resuming ``run_dir``'s last checkpoint), restore
+    the best epoch's weights and calibrate on the validation windows.
+
+    :class:`~forecast.Forecaster` (and through it ``forecast fit``, ``forecast sweep`` and the
+    experiment runner) trains only through here. A model without trainable parameters, or
+    ``max_epochs=0``, trains nothing. Raises :class:`~forecast.errors.NonFiniteForecastError` when the weights are not
+    finite after training.
+    """
+    model = module.model
+    if not (has_trainable_parameters(model) and config.max_epochs > 0):
+        return TrainedRun(None, EpochLog().frame())
+    checkpoint = last_checkpoint(run_dir) if run_dir is not None and resume else None
+    if checkpoint is not None:
+        log.info("resuming from %s", checkpoint)
+    clock, best = TrainClock(), BestWeights()
+    with lightning_messages(False):
+        trainer = build_trainer(config, run_dir, callbacks=[clock, best, *callbacks],
+                                train_batches=len(datamodule.train_dataloader()), **_quiet(config, progress))
+        # weights_only: checkpoints never unpickle code
+        with lightning_warnings(num_workers=config.num_workers, resuming=checkpoint is not None):
+            trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
+    best_epoch, best_score = _restore_best(trainer, module, best)
+    history = next(callback for callback in trainer.callbacks if isinstance(callback, EpochLog)).frame()
+    if best_epoch >= 0:
+        log.info("restored the weights of epoch %d (val_loss %.4f)", best_epoch, best_score)
+    calibrate_on_validation(model, datamodule, config)
+    if not all(torch.isfinite(tensor).all() for tensor in model.state_dict().values() if tensor.is_floating_point()):
+        raise NonFiniteForecastError(
+            f"training diverged: {type(model).__name__}'s weights are NaN or inf after fit, and no epoch "
+            "with a finite validation loss was there to restore. Fix: check the data for extreme values, "
+            "lower learning_rate, or train in float32."
+        )
+    return TrainedRun(trainer, history, clock.seconds, trainer.current_epoch, best_epoch, best_score)
+
+
+def test_windows(module: L.LightningModule, datamodule: Any, config: TrainingConfig, *,
+                 trainer: L.Trainer | None = None, callbacks: Sequence[Callback] = (),
+                 progress: bool = False) -> dict[str, float]:
+    """The recipe's test: score every window of ``datamodule``'s test split; returns the logged metrics.
+
+    ``trainer`` is the one :func:`fit_best` trained with (under DDP every process tests its share),
+    else a plain one is built; the module keeps the long report (``module.test_report``).
+    """
+    with lightning_messages(False), lightning_warnings(num_workers=config.num_workers):
+        if trainer is None:
+            trainer = build_trainer(config, None, callbacks=list(callbacks), **_quiet(config, progress))
+        return trainer.test(module, datamodule=datamodule, verbose=False)[0]
+
+
+def _restore_best(trainer: L.Trainer, module: L.LightningModule, best: BestWeights) -> tuple[int, float | None]:
+    """Load the best epoch's weights; returns that epoch and its validation loss (-1, None: none).
+
+    The best checkpoint survives resumption, so it comes first; the memory copy stands in
+    without a run directory, or when a user's callback stored objects that ``weights_only``
+    refuses.
+    """
+    checkpoint = trainer.checkpoint_callback
+    path = checkpoint.best_model_path if isinstance(checkpoint, ModelCheckpoint) else ""
+    if path:
+        try:
+            module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
+            score, epoch = checkpoint.best_model_score, re.search(r"epoch=(\d+)", Path(path).name)
+            return (int(epoch[1]) if epoch else best.epoch), None if score is None else float(score)
+        except pickle.UnpicklingError as error:
+            if best.state is None:
+                raise
+            log.warning("%s cannot be read with weights_only=True (%s); keeping this run's best weights from "
+                        "memory.", path, error)
+    if best.state is None:
+        return -1, None
+    module.model.load_state_dict(best.state)
+    return best.epoch, best.score
 
 
 def has_trainable_parameters(model: torch.nn.Module) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 import sys
@@ -110,6 +111,24 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
     assert set(pd.read_csv(workdir / "run" / "val_report.csv")["n_windows"]) == {23}
 
 
+def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
+    """One run-folder scheme: `forecast sweep`, `forecast fit` and `forecast predict` find the same run."""
+    config_path = workdir / "configs" / "toy" / "informer_M_8.yaml"
+    config_path.parent.mkdir(parents=True)
+    config_path.write_text(yaml.safe_dump(TINY, sort_keys=False))
+    assert main(["sweep", "--config", str(config_path), "--seeds", "0", "--results-dir", "results"]) == 0
+    run_dir = load_config(config_path).resolved_run_dir()
+    assert (run_dir / "model.pt").is_file() and (run_dir / "checkpoints" / "last.ckpt").is_file()
+
+    assert main(["predict", "--config", str(config_path), "--output", "future.csv"]) == 0
+    np.testing.assert_allclose(pd.read_csv(workdir / "future.csv", index_col="date").to_numpy(),
+                               Forecaster.load(run_dir).predict(workdir / "toy.csv").to_numpy(), rtol=1e-6)
+    with caplog.at_level(logging.INFO, logger="forecast"):
+        assert main(["fit", "--config", str(config_path)]) == 0
+    assert f"resuming from {run_dir / 'checkpoints' / 'last.ckpt'}" in caplog.text
+    assert sorted(path.name for path in (workdir / "runs").iterdir()) == [run_dir.name]
+
+
 def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
     other = write_series(workdir / "other.csv")
@@ -180,11 +199,10 @@ def test_round_trip_through_yaml_keeps_the_config():
     again = RunConfig.from_mapping(yaml.safe_load(config.to_yaml()))
     assert again.to_mapping() == config.to_mapping()
     assert again.resolved_run_dir() == config.resolved_run_dir()
-    # a changed model option trains elsewhere; more epochs resume the same run
-    assert config.resolved_run_dir() != RunConfig.from_mapping(
-        apply_overrides(TINY, [("model.d_model", 8)])).resolved_run_dir()
-    assert config.resolved_run_dir() == RunConfig.from_mapping(
-        apply_overrides(TINY, [("trainer.max_epochs", 9)])).resolved_run_dir()
+    # the folder `forecast sweep` uses; a changed model option or training setting trains elsewhere
+    assert config.resolved_run_dir() == Path("runs") / config.experiment().run_name()
+    for change in [("model.d_model", 8), ("trainer.max_epochs", 9), ("seed", 1)]:
+        assert config.resolved_run_dir() != RunConfig.from_mapping(apply_overrides(TINY, [change])).resolved_run_dir()
 
 
 def test_overrides_are_read_as_yaml_values():

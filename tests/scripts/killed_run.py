@@ -54,17 +54,16 @@ def run_api(args: argparse.Namespace) -> None:
 
 
 def kill_every_trainer(args: argparse.Namespace) -> None:
-    """Give every Trainer that the API, the runner and the sweep build the kill callback."""
-    import forecast.api
-    import forecast.experiment
+    """Give every Trainer that the recipe builds (for the API, the runner and the sweep) the kill callback."""
+    import forecast.training
 
-    build_trainer = forecast.experiment.build_trainer
+    build_trainer = forecast.training.build_trainer
 
     def with_killer(config, run_dir, callbacks=None, **overrides):
         killer = kill_callback(args.kill_at_step, args.kill_signal)
         return build_trainer(config, run_dir, callbacks=[*(callbacks or []), *killer], **overrides)
 
-    forecast.api.build_trainer = forecast.experiment.build_trainer = with_killer
+    forecast.training.build_trainer = with_killer
 
 
 def run_runner(args: argparse.Namespace) -> None:
