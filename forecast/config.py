@@ -36,9 +36,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import hashlib
 import inspect
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
