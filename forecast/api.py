@@ -21,51 +21,36 @@ other name must be a field of the model's config (``InformerConfig`` for ``infor
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import datetime
 import inspect
-import json
 import logging
 import os
 import sys
-import tempfile
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import lightning as L
-import numpy as np
 import pandas as pd
-import torch
 from matplotlib.figure import Figure
-from torch import nn
 
-import forecast
-from forecast import datasets as registry
 from forecast.checks import require_bool, require_choice, require_levels
-from forecast.data import DataConfig, FutureBatch, WindowDataModule, prepare_series
+from forecast.data import DataConfig, WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
-from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.errors import ConfigError
 from forecast.metrics import pivot_report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.plotting import plot_forecast, quantile_column
+from forecast.predictor import Predictor, is_jsonable, jsonable, prepare_run_dir, private_rng, read_config
 from forecast.recipes import DEFAULT_RECIPE, get_recipe
-from forecast.training import (EpochLog, TrainedRun, TrainingConfig, fit_best, last_checkpoint, load_checkpoint,
-                               test_windows)
+from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, test_windows
 
 __all__ = ["Forecaster", "model_option_names"]
 
 logger = logging.getLogger(__name__)
 
-CONFIG_FILE = "config.json"
-SCALER_FILE = "scaler.json"
-WEIGHTS_FILE = "model.pt"
-FORMAT = "forecast.Forecaster"
-FORMAT_VERSION = 1
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
 # Option routing. The window, variables and seed are the constructor's own arguments,
@@ -88,19 +73,6 @@ _TRAINER_OPTIONS = tuple(
 # ------------------------------------------------------------------------------ helpers
 
 
-@contextlib.contextmanager
-def _private_rng(seed: int | None = None, device: torch.device | None = None) -> Iterator[None]:
-    """Run a block without touching the caller's torch RNG (seeded inside when ``seed`` is given)."""
-    cuda = device is not None and device.type == "cuda"
-    with torch.random.fork_rng(devices=[device] if cuda else []):
-        if seed is not None:
-            torch.random.default_generator.manual_seed(seed)
-            if cuda:
-                with torch.cuda.device(device):
-                    torch.cuda.manual_seed(seed)  # this device only: the others were not forked
-        yield
-
-
 def _interactive() -> bool:
     """Whether a person is likely watching: a terminal or a Jupyter kernel, outside CI."""
     if os.environ.get("CI"):
@@ -119,95 +91,11 @@ def model_option_names(model: str) -> tuple[str, ...]:
     return model_options(model)
 
 
-def _jsonable(value: Any, name: str) -> Any:
-    """``value`` as JSON types (tuples become lists); ConfigError when it has no JSON form."""
-    if isinstance(value, (str, bool, int, float)) or value is None:
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, (datetime.date, np.datetime64)):
-        return pd.Timestamp(value).isoformat()  # a date split's border
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(item, name) for item in value]
-    if isinstance(value, Mapping):
-        if not all(isinstance(key, str) for key in value):
-            raise ConfigError(f"option {name}={value!r}: only string keys can be saved. Fix: use string keys.")
-        return {key: _jsonable(item, f"{name}.{key}") for key, item in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _jsonable(list(dataclasses.astuple(value)), name)
-    raise ConfigError(
-        f"option {name}={value!r} ({type(value).__name__}) cannot be saved as JSON. Fix: pass numbers, "
-        "strings, lists or dicts."
-    )
-
-
-def _is_jsonable(value: Any) -> bool:
-    try:
-        _jsonable(value, "")
-    except ConfigError:
-        return False
-    return True
-
-
 def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
     checked = require_levels("quantiles", levels, allow_empty=True)
     if len(set(checked)) != len(checked):
         raise ConfigError(f"quantiles={levels!r} repeats a level.")
     return tuple(sorted(checked))
-
-
-def _resolve_table(data: Table) -> Table:
-    """A registered dataset name becomes its frame; frames, series and paths pass through."""
-    if isinstance(data, str) and registry.find(data) is not None:
-        return registry.load(data)
-    if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
-        raise ConfigError(
-            f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a CSV "
-            f"path or a registered dataset name {registry.names()}."
-        )
-    return data
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    tensor = next(model.parameters(), None)
-    if tensor is None:
-        tensor = next(model.buffers(), None)
-    return tensor.device if tensor is not None else torch.device("cpu")
-
-@contextlib.contextmanager
-def _inference(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
-    """``(x, x_mark, y_mark)`` on the model's device, in eval mode without grad; mode restored after."""
-    device = _device_of(model)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield tuple(batch[key].to(device) for key in ("x", "x_mark", "y_mark"))
-    finally:
-        model.train(was_training)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(f"{path} does not exist. Fix: pass a directory written by Forecaster.save().")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path} is not valid JSON ({error}). Fix: save the forecaster again.") from error
-
-
-def _write_json(path: Path, content: Mapping[str, Any]) -> None:
-    # A temporary file of its own: under DDP every process writes the (same) config at once.
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(json.dumps(content, indent=2) + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------------- Forecaster
@@ -303,12 +191,8 @@ class Forecaster:
         self._model_options = model_options
         self._check_model_options()
         self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
-        self._fitted: FittedState | None = None
         self._run = TrainedRun(None, EpochLog().frame())
-        self._module: ForecastModule | None = None
-        self._datamodule: WindowDataModule | None = None
-        self._data: Table | None = None
-        self._split: Any = None
+        self._predictor: Predictor | None = None
 
     # ---------------------------------------------------------------- configuration
 
@@ -336,7 +220,7 @@ class Forecaster:
             return
         window = self._window
         try:
-            with _private_rng():
+            with private_rng():
                 build_model(self._model_name, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
                             **self._model_options)
         except ConfigError as error:
@@ -377,60 +261,62 @@ class Forecaster:
         """Everything needed to rebuild this forecaster (unfitted), as JSON types."""
         training = dataclasses.asdict(self._training)
         extra = training.pop("extra_trainer_options")
-        kept = {name: value for name, value in extra.items() if _is_jsonable(value)}
+        kept = {name: value for name, value in extra.items() if is_jsonable(value)}
         if kept.keys() != extra.keys():
             logger.info("Trainer options %s are not saved (no JSON form).", sorted(extra.keys() - kept.keys()))
         return {
             "model": self._model_name,
             "recipe": self._recipe.name,
-            "model_options": _jsonable(self._model_options, "model_options"),
-            "data": _jsonable({**self._window, **self._data_options}, "data"),
-            "training": _jsonable({**training, "extra_trainer_options": kept}, "training"),
+            "model_options": jsonable(self._model_options, "model_options"),
+            "data": jsonable({**self._window, **self._data_options}, "data"),
+            "training": jsonable({**training, "extra_trainer_options": kept}, "training"),
             "quantiles": list(self._quantiles),
             "progress": self._progress,
         }
 
     @property
     def is_fitted(self) -> bool:
-        return self._module is not None
+        return self._predictor is not None
+
+    @property
+    def predictor(self) -> Predictor:
+        """The fitted model with its data state (after ``fit`` or ``load``): what predicts, plots and saves."""
+        if self._predictor is None:
+            raise ConfigError("this Forecaster is not fitted. Fix: call fit(data) or Forecaster.load(path) first.")
+        return self._predictor
 
     @property
     def module(self) -> ForecastModule:
         """The trained :class:`~forecast.module.ForecastModule` (after ``fit`` or ``load``)."""
-        return self._require_fitted()
+        return self.predictor.module
 
     @property
     def model(self) -> ForecastModel:
         """The trained model (after ``fit`` or ``load``)."""
-        return self._require_fitted().model
+        return self.predictor.model
 
     @property
     def datamodule(self) -> WindowDataModule | None:
         """The data module of the last ``fit`` (``None`` for a loaded forecaster)."""
-        return self._datamodule
+        return self._predictor.datamodule if self._predictor is not None else None
 
     @property
     def input_columns(self) -> list[Hashable]:
-        return list(self._require_state().input_columns)
+        return self.predictor.input_columns
 
     @property
     def output_columns(self) -> list[Hashable]:
-        return list(self._require_state().output_columns)
+        return self.predictor.output_columns
 
     @property
     def freq(self) -> str:
-        return self._require_state().freq
+        return self.predictor.freq
 
     def __repr__(self) -> str:
         window = ", ".join(f"{key}={value!r}" for key, value in self._window.items())
         options = "".join(f", {key}={value!r}" for key, value in self._model_options.items())
-        state = f"fitted on {self._fitted.dataset}" if self._fitted is not None else "not fitted"
+        state = f"fitted on {self._predictor.fitted_state.dataset}" if self._predictor is not None else "not fitted"
         return f"Forecaster({self._model_name!r}, {window}{options}, seed={self.seed}) [{state}]"
-
-    def _require_fitted(self) -> ForecastModule:
-        if self._module is None:
-            raise ConfigError("this Forecaster is not fitted. Fix: call fit(data) or Forecaster.load(path) first.")
-        return self._module
 
     @property
     def history(self) -> pd.DataFrame:
@@ -449,21 +335,7 @@ class Forecaster:
     def fitted_state(self) -> FittedState:
         """The fitted data state (variables, frequency, windows, train-row scaler) that scales any data
         this forecaster reads, e.g. ``WindowDataModule(other, ..., fitted=fc.fitted_state)``."""
-        return self._require_state()
-
-    def _require_state(self) -> FittedState:
-        self._require_fitted()
-        assert self._fitted is not None
-        return self._fitted
-
-    def _require_datamodule(self, action: str) -> WindowDataModule:
-        self._require_fitted()
-        if self._datamodule is None:
-            raise ConfigError(
-                f"{action} needs the data the model was fitted on, and a loaded Forecaster holds none. Fix: "
-                "pass the data explicitly (predict(df), evaluate(data)) or fit again."
-            )
-        return self._datamodule
+        return self.predictor.fitted_state
 
     # ---------------------------------------------------------------------- building
 
@@ -482,42 +354,6 @@ class Forecaster:
             weight_decay=training.weight_decay,
             fitted=fitted,
         )
-
-    def _run_identity(self, config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[str, Any]:
-        """What must match for a checkpoint to be resumed: model, options, data and variables."""
-        return {"model": config["model"], "model_options": config["model_options"], "data": config["data"],
-                "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
-
-    def _prepare_run_dir(self, run_dir: Path, fitted: FittedState, split: Any, resume: bool) -> Path | None:
-        """Check that a resumable checkpoint belongs to this configuration; write the config."""
-        checkpoint = last_checkpoint(run_dir) if resume else None
-        current = self._run_identity(self.config, fitted.state_dict()["fitted"])
-        if checkpoint is not None:
-            if not (run_dir / CONFIG_FILE).is_file():
-                raise ConfigError(
-                    f"{run_dir} holds a checkpoint but no {CONFIG_FILE}, so it cannot be checked against this "
-                    "Forecaster. Fix: use another run_dir, or resume=False to train from scratch."
-                )
-            stored = _read_json(run_dir / CONFIG_FILE)
-            previous = self._run_identity(stored, stored.get("fitted", {}))
-            differing = sorted(key for key in current if previous.get(key) != current[key])
-            if differing:
-                raise ConfigError(
-                    f"{run_dir} holds a run with different {differing}; it cannot be resumed by this Forecaster. "
-                    "Fix: use another run_dir, or resume=False to train from scratch there."
-                )
-            logger.info("resuming from %s", checkpoint)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        self._write_config(run_dir, fitted, split)
-        return checkpoint
-
-    def _write_config(self, path: Path, fitted: FittedState, split: Any) -> None:
-        state = fitted.state_dict()
-        _write_json(path / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
-                                         "package_version": forecast.__version__, **self.config,
-                                         "split": _jsonable(split, "split"),
-                                         "fitted": _jsonable(state["fitted"], "fitted")})
-        _write_json(path / SCALER_FILE, _jsonable(state["scaler"], "scaler"))
 
     # --------------------------------------------------------------------------- fit
 
@@ -553,15 +389,14 @@ class Forecaster:
         model = build_model(self._model_name, DataSpec.from_datamodule(fitted), **self._model_options)
         module = self._new_module(model, fitted)
         run_path = Path(run_dir) if run_dir is not None else None
-        checkpoint = self._prepare_run_dir(run_path, fitted, split, resume) if run_path is not None else None
+        resume = prepare_run_dir(run_path, self.config, fitted, split, resume) if run_path is not None else False
         run = fit_best(module, datamodule, self._training, run_path, callbacks=self._callbacks,
-                       progress=self._progress, resume=checkpoint is not None)
-        self._module, self._datamodule, self._fitted, self._data, self._split = module, datamodule, fitted, data, split
+                       progress=self._progress, resume=resume)
         self._run = run
-        module.eval()
+        self._predictor = Predictor(module, fitted, self.config, split=split, datamodule=datamodule, data=data)
         # under DDP one process saves
         if run_path is not None and (run.trainer is None or run.trainer.is_global_zero):
-            self.save(run_path)
+            self._predictor.save(run_path)
         return self
 
     # ---------------------------------------------------------------------- evaluate
@@ -586,191 +421,47 @@ class Forecaster:
         :class:`~forecast.errors.UnknownColumnError`.
         """
         require_choice("windows", windows, SPLIT_NAMES)
-        module = self._require_fitted()
+        predictor = self.predictor
+        module = predictor.module
         if data is None:
-            datamodule = self._require_datamodule("evaluate()")
+            datamodule = predictor._require_data("evaluate()")
             if windows != datamodule.test_split:
                 datamodule = datamodule.with_options(test_split=windows)
         else:
-            datamodule = self._new_datamodule(data, split if split is not None else self._split, test_split=windows,
-                                              fitted=self._require_state())
+            datamodule = self._new_datamodule(data, split if split is not None else predictor.split, test_split=windows,
+                                              fitted=predictor.fitted_state)
         test_windows(module, datamodule, self._training, callbacks=self._callbacks, progress=self._progress)
         assert module.test_report is not None
         return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
 
     # ---------------------------------------------------------------------- forecast
 
-    def _future_input(self, df: Table | None) -> FutureBatch:
-        if df is None:
-            return self._require_datamodule("predict() without df").future_batch()
-        return self._require_state().future_batch(_resolve_table(df))
-
-    @property
-    def _date_column(self) -> Hashable | None:
-        """The name of the fitted data's time axis (its column, or its DatetimeIndex's name)."""
-        return self._require_state().prepare_options["date_column"]
-
-    def _forecast(self, batch: Mapping[str, torch.Tensor]) -> tuple[np.ndarray, dict[float, np.ndarray]]:
-        """Point forecast ``[B, P, C_out]`` and quantiles ``{level: [B, P, C_out]}`` in original units."""
-        model, fitted = self.model, self._require_state()
-        with _inference(model, batch) as (x, x_mark, y_mark):
-            point = model(x, x_mark, y_mark)  # [B, P, C_out]
-            quantiles = self._model_quantiles(model, x, x_mark, y_mark)
-        original = {level: fitted.to_original(values.cpu().numpy()) for level, values in quantiles.items()}
-        point_original = fitted.to_original(point.cpu().numpy().astype(np.float64))
-        if not all(np.isfinite(values).all() for values in (point_original, *original.values())):
-            raise NonFiniteForecastError(
-                f"{self._model_name} forecasts NaN or inf for this input. Fix: check the input for extreme "
-                "values; if every input does this, the training diverged: fit again with a lower learning_rate."
-            )
-        return point_original, original
-
-    def _model_quantiles(self, model: ForecastModel, x: torch.Tensor, x_mark: torch.Tensor,
-                         y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
-        """``{level: [B, P, C_out]}`` on the model's scale from a probabilistic model, else ``{}``.
-
-        Sampling runs on a private RNG seeded with ``seed``, so the same forecaster gives the
-        same quantiles every time.
-        """
-        levels = self._quantiles
-        if not levels or not model.probabilistic:
-            return {}
-        with _private_rng(self.seed, x.device):
-            result = model.quantiles(x, x_mark, y_mark, levels)
-        return {level: result[level].to(torch.float64) for level in levels}
-
-    def _forecast_frame(self, batch: Mapping[str, torch.Tensor], index: pd.DatetimeIndex) -> pd.DataFrame:
-        point, quantiles = self._forecast(batch)
-        columns = self.output_columns
-        frame = pd.DataFrame(point[0], index=index, columns=columns)  # [P, C_out]
-        for position, column in enumerate(columns):
-            for level, values in quantiles.items():
-                frame[quantile_column(column, level)] = values[0, :, position]
-        return frame
+    # ------------------------------------------------------- forecasts (the predictor's)
 
     def predict(self, df: Table | None = None) -> pd.DataFrame:
-        """Forecast the ``pred_len`` steps after the last row of ``df`` (default: the fitted data).
+        """The ``pred_len`` steps after the last row of ``df`` (default: the fitted data), original units,
+        with quantile columns for probabilistic models: :meth:`Predictor.predict
+        <forecast.predictor.Predictor.predict>`."""
+        return self.predictor.predict(df)
 
-        Returns a frame indexed by the future timestamps (continuing the series'
-        frequency, named like the date column), one column per output variable in
-        original units, and, when the model forecasts distributions, the quantile
-        columns ``f"{variable}_q{level:g}"`` (e.g. ``OT_q0.1``). Inputs are scaled with
-        the scaler fitted on the training rows (never refitted). ``df`` must hold the
-        fitted variables, else :class:`~forecast.errors.UnknownColumnError`.
-        """
-        self._require_fitted()
-        future = self._future_input(df)
-        return self._forecast_frame(future.batch, future.index)
+    def plot(self, df: Table | None = None, *, window: int | None = None, split: str = "test",
+             columns: Sequence[Hashable] | None = None, history: int | None = None) -> Figure:
+        """A Figure of the forecast of the real future, or of window ``window`` of ``split`` against the
+        truth: :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
+        return self.predictor.plot(df, window=window, split=split, columns=columns, history=history)
 
-    def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
-        """One dataset window as a batch of one, with its lookback and label+horizon timestamps."""
-        datamodule = self._require_datamodule("a window of the data")
-        dataset = datamodule.dataset(split)
-        if not -len(dataset) <= window < len(dataset):
-            raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
-        window %= len(dataset)
-        item = dataset[window]
-        x_dates, y_dates = datamodule.window_timestamps(split)
-        return {key: value.unsqueeze(0) for key, value in item.items()}, x_dates[window], y_dates[window]
-
-    def _window_frames(self, window: int, split: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        """History, forecast and truth frames (original units) of one window of a split."""
-        batch, x_dates, y_dates = self._window_input(window, split)
-        fitted, label_len = self._require_state(), self._window["label_len"]
-        c_out = len(fitted.output_columns)
-        columns = self.output_columns
-        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy().astype(np.float64))  # [L, C_out]
-        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy().astype(np.float64))  # [P, C_out]
-        index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
-        return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
-                self._forecast_frame(batch, index),
-                pd.DataFrame(truth, index=index, columns=columns))
-
-    def _history(self, df: Table | None, rows: int) -> pd.DataFrame:
-        """The last ``rows`` rows of the output variables, original units, indexed by timestamp."""
-        fitted = self._require_state()
-        table = _resolve_table(df) if df is not None else _resolve_table(self._data)  # type: ignore[arg-type]
-        series = prepare_series(table, **fitted.prepare_options)
-        c_out = len(fitted.output_columns)
-        return pd.DataFrame(series.values[-rows:, -c_out:], index=series.dates[-rows:], columns=self.output_columns)
-
-    # -------------------------------------------------------------------------- plots
-
-    def plot(
-        self,
-        df: Table | None = None,
-        *,
-        window: int | None = None,
-        split: str = "test",
-        columns: Sequence[Hashable] | None = None,
-        history: int | None = None,
-    ) -> Figure:
-        """A Figure of the forecast with its history (and quantile bands, if any).
-
-        Default: the real future after the last row of ``df`` (default the fitted
-        data) with the last ``history`` rows (default ``seq_len``). With ``window=i``:
-        the forecast of window ``i`` of the fitted data's ``split`` against the truth,
-        with its lookback as history. ``columns`` picks variables (default all outputs).
-        """
-        self._require_fitted()
-        if window is not None:
-            if df is not None:
-                raise ConfigError("plot() takes df or window, not both: a window comes from the fitted data.")
-            past, future, truth = self._window_frames(window, split)
-            title = f"{self._model_name}: {split} window {window}"
-        else:
-            if df is None:
-                self._require_datamodule("plot() without df")
-            future = self.predict(df)
-            past = self._history(df, history if history is not None else self._window["seq_len"])
-            truth = None
-            title = f"{self._model_name}: forecast of the next {self._window['pred_len']} steps"
-        return plot_forecast(future, history=past, truth=truth, columns=columns, title=title)
-
-    def attention_weights(
-        self,
-        df: Table | None = None,
-        *,
-        window: int | None = None,
-        split: str = "test",
-    ) -> list[Any]:
-        """The encoder's attention weights, one entry per layer, for one input window.
-
-        The input is the lookback before the real future of ``df`` (default the fitted
-        data), or window ``window`` of ``split``. Entries are what each attention
-        returns (see :mod:`forecast.layers.attention`): ``ProbSparseWeights`` for
-        ``prob`` (plot with :func:`forecast.plotting.plot_probsparse`), a dense
-        ``[1, H, L, S]`` tensor for ``full``, ``LogSparseWeights`` for ``logsparse``
-        (both with :func:`forecast.plotting.plot_attention`). With independent channels
-        (the ``improved`` recipe) the leading dimension is one row per output variable,
-        ``C_out`` instead of 1. A model without attention (``dlinear``, the baselines) raises
-        ConfigError.
-        """
-        model = self.model
-        if window is not None:
-            batch = self._window_input(window, split)[0]
-        else:
-            batch = self._future_input(df).batch
-        with _inference(model, batch) as (x, x_mark, y_mark):
-            return list(model.attention_weights(x, x_mark, y_mark))
+    def attention_weights(self, df: Table | None = None, *, window: int | None = None,
+                          split: str = "test") -> list[Any]:
+        """The encoder's attention weights for one input window: :meth:`Predictor.attention_weights
+        <forecast.predictor.Predictor.attention_weights>`."""
+        return self.predictor.attention_weights(df, window=window, split=split)
 
     # ---------------------------------------------------------------- save and load
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the forecaster to directory ``path``; returns it.
-
-        ``config.json`` (model name and options, data and training settings, the fitted
-        variables, frequency and sizes), ``scaler.json`` (the train-row scaling
-        statistics) and ``model.pt`` (the model's ``state_dict``). Other files in the
-        directory (checkpoints) are left alone.
-        """
-        module, fitted = self._require_fitted(), self._require_state()
-        directory = Path(path)
-        directory.mkdir(parents=True, exist_ok=True)
-        state = {name: tensor.detach().cpu() for name, tensor in module.model.state_dict().items()}
-        torch.save(state, directory / WEIGHTS_FILE)
-        self._write_config(directory, fitted, self._split)
-        return directory
+        """Write the fitted forecaster to directory ``path`` (:meth:`Predictor.save
+        <forecast.predictor.Predictor.save>`: ``config.json``, ``scaler.json``, ``model.pt``); returns it."""
+        return self.predictor.save(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Forecaster:
@@ -779,35 +470,12 @@ class Forecaster:
         The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
         pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`.
         """
-        directory = Path(path)
-        config = _read_json(directory / CONFIG_FILE)
-        if config.get("format") != FORMAT or config.get("format_version") != FORMAT_VERSION:
-            raise ConfigError(
-                f"{directory / CONFIG_FILE} is not a Forecaster directory of format version {FORMAT_VERSION} "
-                f"(found {config.get('format')!r} version {config.get('format_version')!r})."
-            )
-        if config["model"] not in MODELS:
-            raise ConfigError(f"{directory}: model {config['model']!r} is not registered; known: {sorted(MODELS)}.")
-        if not (directory / WEIGHTS_FILE).is_file():
-            raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
+        config = read_config(Path(path))
         training = dict(config["training"])
         # Saved before recipes existed: the paper's settings were the only ones.
         forecaster = cls(config["model"], **config["data"], max_epochs=training.pop("max_epochs"),
                          seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
                          quantiles=config["quantiles"], progress=config["progress"],
                          **config["model_options"], **training)
-        fitted = FittedState.from_state_dict({"fitted": config["fitted"], "scaler": _read_json(directory / SCALER_FILE)})
-        with _private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
-            model = build_model(forecaster._model_name, DataSpec.from_datamodule(fitted), **forecaster._model_options)
-        state = load_checkpoint(directory / WEIGHTS_FILE)  # refuses pickled code and damaged files
-        if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
-            raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster "
-                              "again.")
-        try:
-            model.load_state_dict(state)
-        except RuntimeError as error:
-            raise ConfigError(f"{directory / WEIGHTS_FILE} does not fit the model in {CONFIG_FILE}: {error}") from error
-        forecaster._module = forecaster._new_module(model, fitted).eval()
-        forecaster._fitted = fitted
-        forecaster._split = config.get("split")
+        forecaster._predictor = Predictor.load(path, config, forecaster._model_options, forecaster._training)
         return forecaster

@@ -1,0 +1,443 @@
+"""``Predictor``: a fitted model with the data state it was fitted with.
+
+What :meth:`Forecaster.fit <forecast.Forecaster.fit>` leaves and :meth:`Forecaster.load
+<forecast.Forecaster.load>` reads back (gluonts' split: the estimator trains, the predictor
+forecasts). It forecasts the real future in original units (with quantile columns for
+probabilistic models), plots a forecast or a window, returns attention weights, and saves and loads
+itself as a directory: ``config.json`` (the configuration that built it, the fitted variables,
+frequency and sizes), ``scaler.json`` (the train-row scaling statistics) and ``model.pt`` (the
+model's ``state_dict``, read back with ``weights_only=True``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import tempfile
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.figure import Figure
+from torch import nn
+
+import forecast
+from forecast import datasets as registry
+from forecast.data import FutureBatch, WindowDataModule, prepare_series
+from forecast.data.fitted import FittedState
+from forecast.data.io import Table
+from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.models import MODELS, DataSpec, ForecastModel, build_model
+from forecast.module import ForecastModule
+from forecast.plotting import plot_forecast, quantile_column
+from forecast.training import last_checkpoint, load_checkpoint
+
+__all__ = ["Predictor"]
+
+CONFIG_FILE = "config.json"
+SCALER_FILE = "scaler.json"
+WEIGHTS_FILE = "model.pt"
+FORMAT = "forecast.Forecaster"
+FORMAT_VERSION = 1
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+@contextlib.contextmanager
+def private_rng(seed: int | None = None, device: torch.device | None = None) -> Iterator[None]:
+    """Run a block without touching the caller's torch RNG (seeded inside when ``seed`` is given)."""
+    cuda = device is not None and device.type == "cuda"
+    with torch.random.fork_rng(devices=[device] if cuda else []):
+        if seed is not None:
+            torch.random.default_generator.manual_seed(seed)
+            if cuda:
+                with torch.cuda.device(device):
+                    torch.cuda.manual_seed(seed)  # this device only: the others were not forked
+        yield
+
+
+
+def resolve_table(data: Table) -> Table:
+    """A registered dataset name becomes its frame; frames, series and paths pass through."""
+    if isinstance(data, str) and registry.find(data) is not None:
+        return registry.load(data)
+    if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
+        raise ConfigError(
+            f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a CSV "
+            f"path or a registered dataset name {registry.names()}."
+        )
+    return data
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    tensor = next(model.parameters(), None)
+    if tensor is None:
+        tensor = next(model.buffers(), None)
+    return tensor.device if tensor is not None else torch.device("cpu")
+
+@contextlib.contextmanager
+def inference(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
+    """``(x, x_mark, y_mark)`` on the model's device, in eval mode without grad; mode restored after."""
+    device = _device_of(model)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield tuple(batch[key].to(device) for key in ("x", "x_mark", "y_mark"))
+    finally:
+        model.train(was_training)
+
+
+def jsonable(value: Any, name: str) -> Any:
+    """``value`` as JSON types (tuples become lists); ConfigError when it has no JSON form."""
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (datetime.date, np.datetime64)):
+        return pd.Timestamp(value).isoformat()  # a date split's border
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item, name) for item in value]
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise ConfigError(f"option {name}={value!r}: only string keys can be saved. Fix: use string keys.")
+        return {key: jsonable(item, f"{name}.{key}") for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(list(dataclasses.astuple(value)), name)
+    raise ConfigError(
+        f"option {name}={value!r} ({type(value).__name__}) cannot be saved as JSON. Fix: pass numbers, "
+        "strings, lists or dicts."
+    )
+
+
+def is_jsonable(value: Any) -> bool:
+    try:
+        jsonable(value, "")
+    except ConfigError:
+        return False
+    return True
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"{path} does not exist. Fix: pass a directory written by Forecaster.save().")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path} is not valid JSON ({error}). Fix: save the forecaster again.") from error
+
+
+def _write_json(path: Path, content: Mapping[str, Any]) -> None:
+    # A temporary file of its own: under DDP every process writes the (same) config at once.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(json.dumps(content, indent=2) + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_config(directory: Path, config: Mapping[str, Any], fitted: FittedState, split: Any) -> None:
+    """``config.json`` (``config``, the split and the fitted state) and ``scaler.json`` in ``directory``."""
+    state = fitted.state_dict()
+    _write_json(directory / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
+                                          "package_version": forecast.__version__, **config,
+                                          "split": jsonable(split, "split"),
+                                          "fitted": jsonable(state["fitted"], "fitted")})
+    _write_json(directory / SCALER_FILE, jsonable(state["scaler"], "scaler"))
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    """A saved predictor's ``config.json``, checked to be one this version reads."""
+    config = read_json(directory / CONFIG_FILE)
+    if config.get("format") != FORMAT or config.get("format_version") != FORMAT_VERSION:
+        raise ConfigError(
+            f"{directory / CONFIG_FILE} is not a Forecaster directory of format version {FORMAT_VERSION} "
+            f"(found {config.get('format')!r} version {config.get('format_version')!r})."
+        )
+    if config["model"] not in MODELS:
+        raise ConfigError(f"{directory}: model {config['model']!r} is not registered; known: {sorted(MODELS)}.")
+    return config
+
+
+def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[str, Any]:
+    """What must match for a checkpoint to be resumed: model, options, data and variables."""
+    return {"model": config["model"], "model_options": config["model_options"], "data": config["data"],
+            "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
+
+
+def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedState, split: Any, resume: bool) -> bool:
+    """Before a fit into ``run_dir``: whether to resume its checkpoint (``resume`` and one is there, made
+    with the same model, options, data and variables, else ConfigError); writes the config."""
+    checkpoint = last_checkpoint(run_dir) if resume else None
+    if checkpoint is not None:
+        if not (run_dir / CONFIG_FILE).is_file():
+            raise ConfigError(
+                f"{run_dir} holds a checkpoint but no {CONFIG_FILE}, so it cannot be checked against this "
+                "Forecaster. Fix: use another run_dir, or resume=False to train from scratch."
+            )
+        stored = read_json(run_dir / CONFIG_FILE)
+        previous = _run_identity(stored, stored.get("fitted", {}))
+        current = _run_identity(config, fitted.state_dict()["fitted"])
+        differing = sorted(key for key in current if previous.get(key) != current[key])
+        if differing:
+            raise ConfigError(
+                f"{run_dir} holds a run with different {differing}; it cannot be resumed by this Forecaster. "
+                "Fix: use another run_dir, or resume=False to train from scratch there."
+            )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_config(run_dir, config, fitted, split)
+    return checkpoint is not None
+
+
+# --------------------------------------------------------------------------- Predictor
+
+
+class Predictor:
+    """A fitted model (in its :class:`~forecast.module.ForecastModule`) with its :class:`FittedState`.
+
+    ``config`` is the JSON configuration that built it (:attr:`Forecaster.config
+    <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of
+    ``predict``'s quantile columns and ``seed`` seeds their sampling. ``datamodule`` and
+    ``data`` are the data it was fitted on (``None`` after :meth:`load`): ``predict()``,
+    ``plot()`` and ``attention_weights()`` without data read them.
+    """
+
+    def __init__(self, module: ForecastModule, fitted: FittedState, config: Mapping[str, Any], *,
+                 split: Any = None, datamodule: WindowDataModule | None = None, data: Table | None = None) -> None:
+        self.module, self.fitted_state, self.config = module.eval(), fitted, dict(config)
+        self.model_name: str = config["model"]
+        self.quantile_levels: tuple[float, ...] = tuple(config["quantiles"])
+        self.seed: int = config["training"]["seed"]
+        self.split, self.datamodule, self._data = split, datamodule, data
+
+    @property
+    def model(self) -> ForecastModel:
+        return self.module.model
+
+    @property
+    def input_columns(self) -> list[Hashable]:
+        return list(self.fitted_state.input_columns)
+
+    @property
+    def output_columns(self) -> list[Hashable]:
+        return list(self.fitted_state.output_columns)
+
+    @property
+    def freq(self) -> str:
+        return self.fitted_state.freq
+
+    def _require_data(self, action: str) -> WindowDataModule:
+        if self.datamodule is None:
+            raise ConfigError(
+                f"{action} needs the data the model was fitted on, and a loaded Forecaster holds none. Fix: "
+                "pass the data explicitly (predict(df), evaluate(data)) or fit again."
+            )
+        return self.datamodule
+
+    # ---------------------------------------------------------------------- forecast
+
+    def _future_input(self, df: Table | None) -> FutureBatch:
+        if df is None:
+            return self._require_data("predict() without df").future_batch()
+        return self.fitted_state.future_batch(resolve_table(df))
+
+    @property
+    def _date_column(self) -> Hashable | None:
+        """The name of the fitted data's time axis (its column, or its DatetimeIndex's name)."""
+        return self.fitted_state.prepare_options["date_column"]
+
+    def _forecast(self, batch: Mapping[str, torch.Tensor]) -> tuple[np.ndarray, dict[float, np.ndarray]]:
+        """Point forecast ``[B, P, C_out]`` and quantiles ``{level: [B, P, C_out]}`` in original units."""
+        model, fitted = self.model, self.fitted_state
+        with inference(model, batch) as (x, x_mark, y_mark):
+            point = model(x, x_mark, y_mark)  # [B, P, C_out]
+            quantiles = self._model_quantiles(model, x, x_mark, y_mark)
+        original = {level: fitted.to_original(values.cpu().numpy()) for level, values in quantiles.items()}
+        point_original = fitted.to_original(point.cpu().numpy().astype(np.float64))
+        if not all(np.isfinite(values).all() for values in (point_original, *original.values())):
+            raise NonFiniteForecastError(
+                f"{self.model_name} forecasts NaN or inf for this input. Fix: check the input for extreme "
+                "values; if every input does this, the training diverged: fit again with a lower learning_rate."
+            )
+        return point_original, original
+
+    def _model_quantiles(self, model: ForecastModel, x: torch.Tensor, x_mark: torch.Tensor,
+                         y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
+        """``{level: [B, P, C_out]}`` on the model's scale from a probabilistic model, else ``{}``.
+
+        Sampling runs on a private RNG seeded with ``seed``, so the same forecaster gives the
+        same quantiles every time.
+        """
+        levels = self.quantile_levels
+        if not levels or not model.probabilistic:
+            return {}
+        with private_rng(self.seed, x.device):
+            result = model.quantiles(x, x_mark, y_mark, levels)
+        return {level: result[level].to(torch.float64) for level in levels}
+
+    def _forecast_frame(self, batch: Mapping[str, torch.Tensor], index: pd.DatetimeIndex) -> pd.DataFrame:
+        point, quantiles = self._forecast(batch)
+        columns = self.output_columns
+        frame = pd.DataFrame(point[0], index=index, columns=columns)  # [P, C_out]
+        for position, column in enumerate(columns):
+            for level, values in quantiles.items():
+                frame[quantile_column(column, level)] = values[0, :, position]
+        return frame
+
+    def predict(self, df: Table | None = None) -> pd.DataFrame:
+        """Forecast the ``pred_len`` steps after the last row of ``df`` (default: the fitted data).
+
+        Returns a frame indexed by the future timestamps (continuing the series'
+        frequency, named like the date column), one column per output variable in
+        original units, and, when the model forecasts distributions, the quantile
+        columns ``f"{variable}_q{level:g}"`` (e.g. ``OT_q0.1``). Inputs are scaled with
+        the scaler fitted on the training rows (never refitted). ``df`` must hold the
+        fitted variables, else :class:`~forecast.errors.UnknownColumnError`.
+        """
+        future = self._future_input(df)
+        return self._forecast_frame(future.batch, future.index)
+
+    def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
+        """One dataset window as a batch of one, with its lookback and label+horizon timestamps."""
+        datamodule = self._require_data("a window of the data")
+        dataset = datamodule.dataset(split)
+        if not -len(dataset) <= window < len(dataset):
+            raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
+        window %= len(dataset)
+        item = dataset[window]
+        x_dates, y_dates = datamodule.window_timestamps(split)
+        return {key: value.unsqueeze(0) for key, value in item.items()}, x_dates[window], y_dates[window]
+
+    def _window_frames(self, window: int, split: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        """History, forecast and truth frames (original units) of one window of a split."""
+        batch, x_dates, y_dates = self._window_input(window, split)
+        fitted, label_len = self.fitted_state, self.fitted_state.label_len
+        c_out = len(fitted.output_columns)
+        columns = self.output_columns
+        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy().astype(np.float64))  # [L, C_out]
+        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy().astype(np.float64))  # [P, C_out]
+        index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
+        return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
+                self._forecast_frame(batch, index),
+                pd.DataFrame(truth, index=index, columns=columns))
+
+    def _history(self, df: Table | None, rows: int) -> pd.DataFrame:
+        """The last ``rows`` rows of the output variables, original units, indexed by timestamp."""
+        fitted = self.fitted_state
+        table = resolve_table(df) if df is not None else resolve_table(self._data)  # type: ignore[arg-type]
+        series = prepare_series(table, **fitted.prepare_options)
+        c_out = len(fitted.output_columns)
+        return pd.DataFrame(series.values[-rows:, -c_out:], index=series.dates[-rows:], columns=self.output_columns)
+
+    # -------------------------------------------------------------------------- plots
+
+    def plot(
+        self,
+        df: Table | None = None,
+        *,
+        window: int | None = None,
+        split: str = "test",
+        columns: Sequence[Hashable] | None = None,
+        history: int | None = None,
+    ) -> Figure:
+        """A Figure of the forecast with its history (and quantile bands, if any).
+
+        Default: the real future after the last row of ``df`` (default the fitted
+        data) with the last ``history`` rows (default ``seq_len``). With ``window=i``:
+        the forecast of window ``i`` of the fitted data's ``split`` against the truth,
+        with its lookback as history. ``columns`` picks variables (default all outputs).
+        """
+        if window is not None:
+            if df is not None:
+                raise ConfigError("plot() takes df or window, not both: a window comes from the fitted data.")
+            past, future, truth = self._window_frames(window, split)
+            title = f"{self.model_name}: {split} window {window}"
+        else:
+            if df is None:
+                self._require_data("plot() without df")
+            future = self.predict(df)
+            past = self._history(df, history if history is not None else self.fitted_state.seq_len)
+            truth = None
+            title = f"{self.model_name}: forecast of the next {self.fitted_state.pred_len} steps"
+        return plot_forecast(future, history=past, truth=truth, columns=columns, title=title)
+
+    def attention_weights(
+        self,
+        df: Table | None = None,
+        *,
+        window: int | None = None,
+        split: str = "test",
+    ) -> list[Any]:
+        """The encoder's attention weights, one entry per layer, for one input window.
+
+        The input is the lookback before the real future of ``df`` (default the fitted
+        data), or window ``window`` of ``split``. Entries are what each attention
+        returns (see :mod:`forecast.layers.attention`): ``ProbSparseWeights`` for
+        ``prob`` (plot with :func:`forecast.plotting.plot_probsparse`), a dense
+        ``[1, H, L, S]`` tensor for ``full``, ``LogSparseWeights`` for ``logsparse``
+        (both with :func:`forecast.plotting.plot_attention`). With independent channels
+        (the ``improved`` recipe) the leading dimension is one row per output variable,
+        ``C_out`` instead of 1. A model without attention (``dlinear``, the baselines) raises
+        ConfigError.
+        """
+        model = self.model
+        if window is not None:
+            batch = self._window_input(window, split)[0]
+        else:
+            batch = self._future_input(df).batch
+        with inference(model, batch) as (x, x_mark, y_mark):
+            return list(model.attention_weights(x, x_mark, y_mark))
+
+    # ---------------------------------------------------------------- save and load
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write ``config.json``, ``scaler.json`` and ``model.pt`` to directory ``path``; returns it.
+
+        Other files in the directory (checkpoints, logs) are left alone.
+        """
+        directory = Path(path)
+        directory.mkdir(parents=True, exist_ok=True)
+        state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
+        torch.save(state, directory / WEIGHTS_FILE)
+        write_config(directory, self.config, self.fitted_state, self.split)
+        return directory
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], config: Mapping[str, Any], model_options: Mapping[str, Any],
+             training: Any) -> Predictor:
+        """The predictor saved in ``path``, whose ``config.json`` holds ``config``; the model is built with
+        ``model_options`` and its module with the ``training`` settings (a TrainingConfig).
+
+        The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
+        pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`.
+        """
+        directory = Path(path)
+        if not (directory / WEIGHTS_FILE).is_file():
+            raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
+        fitted = FittedState.from_state_dict({"fitted": config["fitted"], "scaler": read_json(directory / SCALER_FILE)})
+        with private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
+            model = build_model(config["model"], DataSpec.from_datamodule(fitted), **model_options)
+        state = load_checkpoint(directory / WEIGHTS_FILE)  # refuses pickled code and damaged files
+        if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
+            raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster "
+                              "again.")
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as error:
+            raise ConfigError(f"{directory / WEIGHTS_FILE} does not fit the model in {CONFIG_FILE}: {error}") from error
+        module = ForecastModule(model, loss=training.loss, learning_rate=training.learning_rate,
+                                lr_schedule=training.lr_schedule, weight_decay=training.weight_decay, fitted=fitted)
+        return cls(module, fitted, {k: v for k, v in config.items() if k not in ("fitted", "split")},
+                   split=config.get("split"))
