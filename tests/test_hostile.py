@@ -93,8 +93,9 @@ def hostile_frames(draw) -> tuple[pd.DataFrame, frozenset[str]]:
             frame.loc[frame.index[cell()[0]], cell()[1]] = np.nan
         if "inf" in corruptions:
             frame.loc[frame.index[cell()[0]], cell()[1]] = draw(st.sampled_from([np.inf, -np.inf]))
-        if "huge" in corruptions:
-            frame[cell()[1]] *= draw(st.sampled_from(HUGE))
+        if "huge" in corruptions:  # made to vary first: a constant column scales to zeros, whatever its size
+            column = cell()[1]
+            frame[column] = (frame[column] + np.arange(len(frame))) * draw(st.sampled_from(HUGE))
         if "float32_overflow" in corruptions:  # a test-period value far outside the train rows
             frame.loc[frame.index[-1], cell()[1]] = 1e45
         if "text" in corruptions:
