@@ -6,7 +6,7 @@ The benchmark: input 96 (ILI 36), horizons 96/192/336/720 (ILI 24/36/48/60), fea
 ``M``, every test window. Its configs are ``experiments/long_horizon/<dataset>/
 <name>_M_<horizon>.yaml`` (``experiments/make_configs.py``); run them with
 
-    forecast sweep --configs-dir experiments/long_horizon --datasets ETTh1 --seeds 0 1 2
+    forecast sweep --sweep experiments/long_horizon.yaml --datasets ETTh1 --seeds 0 1 2
 
 Per cell: our mean MSE / MAE over seeds (seed count in brackets) for every configured
 model, the published figures beside them (``experiments/published.csv``: Informer and

@@ -22,7 +22,7 @@ sweep() {  # "datasets" "seeds" models...
   shift 2
   for ((k = 0; k < WORKERS; k++)); do
     OMP_NUM_THREADS=$((WORKERS > 1 ? 1 : ${OMP_NUM_THREADS:-2})) "$FORECAST" sweep \
-      --configs-dir experiments/long_horizon --datasets $datasets --seeds $seeds --models "$@" \
+      --sweep experiments/long_horizon.yaml --datasets $datasets --seeds $seeds --models "$@" \
       --shard "$k/$WORKERS" &
     pids+=($!)
   done

@@ -4,15 +4,16 @@
     forecast validate --config experiments/configs/ETTh1/informer_M_24.yaml
     forecast test     --config experiments/configs/ETTh1/informer_M_24.yaml
     forecast predict  --config experiments/configs/ETTh1/informer_M_24.yaml --output future.csv
-    forecast sweep    --datasets ETTh1 --models informer naive --horizons 24 48 --seeds 0 1 2
-    forecast report   --readme experiments/README.md
+    forecast sweep    --sweep experiments/benchmark.yaml --datasets ETTh1 --models informer naive --seeds 0 1 2
+    forecast report   --results-dir experiments/results --configs-dir experiments/configs \
+                      --published experiments/published.csv --readme experiments/README.md
     forecast splits   ETTh1 --seq-len 96 --label-len 48 --pred-len 24
     forecast demo     # the README's main job: the default Informer on ETTh1 against three baselines
 
 ``fit`` trains and saves the run (checkpoints every epoch, resumed when the same command
-runs again) to ``run_dir`` (default ``runs/<dataset>/<model>_<features>_<horizon>_seed<seed>-<hash>``,
-the hash of the model, its options, the data section and the seed, so trainer overrides
-such as more epochs resume the same run); ``validate``, ``test`` and ``predict`` load the
+runs again) to ``run_dir`` (default ``runs/<run name>``, the folder ``forecast sweep`` trains the same run in:
+:meth:`forecast.experiment.Experiment.run_name`, the dataset, window, seed and recipe, then a digest
+of the model options and training settings); ``validate``, ``test`` and ``predict`` load the
 run the same config (and model/data overrides) names, or ``--run_dir DIR``. ``test``
 scores every test window (``--windows val`` the validation windows, with the same report). ``predict``
 writes the forecast of the ``pred_len`` steps after the last row of the data as a CSV
@@ -330,13 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--sweep", default=None, metavar="FILE.yaml", help="sweep file (flags override it)")
     sweep.add_argument("--config", nargs="+", default=None, metavar="FILE.yaml",
                        help="run these config files instead of selecting from --configs-dir")
-    sweep.add_argument("--configs-dir", type=Path, default=None, help="default experiments/configs")
+    sweep.add_argument("--configs-dir", type=Path, default=None, help="default configs (experiments/benchmark.yaml names the repository's)")
     sweep.add_argument("--datasets", nargs="+", default=None)
     sweep.add_argument("--models", nargs="+", default=None)
     sweep.add_argument("--features", nargs="+", default=None, choices=["M", "S", "MS"])
     sweep.add_argument("--horizons", nargs="+", type=int, default=None)
     sweep.add_argument("--seeds", nargs="+", type=int, default=None, help="default: each config's seed")
-    sweep.add_argument("--results-dir", type=Path, default=None, help="default experiments/results")
+    sweep.add_argument("--results-dir", type=Path, default=None, help="default results")
     sweep.add_argument("--runs-dir", type=Path, default=None, help="default runs (where forecast fit keeps the same runs)")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config option in every run, e.g. trainer.max_epochs=2 (repeatable)")
@@ -350,9 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", allow_abbrev=False,
                                  help="Markdown tables of the results next to the published numbers")
-    report.add_argument("--results-dir", type=Path, default=Path("experiments/results"))
-    report.add_argument("--configs-dir", type=Path, default=Path("experiments/configs"))
-    report.add_argument("--published", type=Path, default=Path("experiments/published.csv"))
+    report.add_argument("--results-dir", type=Path, default=Path("results"), help="default results")
+    report.add_argument("--configs-dir", type=Path, default=Path("configs"), help="default configs")
+    report.add_argument("--published", type=Path, default=Path("published.csv"),
+                        help="the published figures (default published.csv; the repository's: "
+                             "experiments/published.csv)")
     destination = report.add_mutually_exclusive_group()
     destination.add_argument("--readme", default=None, metavar="FILE.md",
                              help="rewrite the block between <!-- results:begin --> and <!-- results:end -->")

@@ -1,7 +1,7 @@
 """Markdown results tables: our runs side by side with the published numbers.
 
-    forecast report                                  # print the tables
-    forecast report --readme experiments/README.md   # rewrite the block between its markers
+    forecast report --results-dir R --configs-dir C --published P      # print the tables
+    forecast report ... --readme experiments/README.md                 # rewrite the block between its markers
 
 Two kinds of table, from the results CSVs (one row per run, :mod:`forecast.results`):
 

@@ -1,8 +1,8 @@
 """Sweeps: datasets x models x feature modes x horizons x seeds, one results row per run.
 
     forecast sweep --datasets ETTh1 --models informer naive --horizons 24 48 --seeds 0 1 2
-    forecast sweep --sweep experiments/sweeps/etth1.yaml --dry-run
-    forecast sweep --sweep experiments/sweeps/etth1.yaml --shard ${SLURM_ARRAY_TASK_ID}/4
+    forecast sweep --sweep experiments/benchmark.yaml --datasets ETTh1 --dry-run
+    forecast sweep --sweep experiments/benchmark.yaml --shard ${SLURM_ARRAY_TASK_ID}/4
 
 A sweep selects config files ``<configs_dir>/<dataset>/<model>_<features>_<pred_len>.yaml``
 (or takes the files it is given), runs each for every seed with
@@ -19,7 +19,8 @@ append to the shared results files, whose lock (:mod:`forecast.results`) keeps e
 
 A sweep file is YAML with the same names as the flags (flags win)::
 
-    configs_dir: experiments/configs
+    configs_dir: experiments/configs     # default configs/
+    results_dir: experiments/results     # default results/ (runs_dir: default runs/)
     datasets: [ETTh1, ETTh2]
     models: [informer, transformer, naive]
     features: [M]
@@ -54,8 +55,9 @@ __all__ = ["PlannedRun", "SweepSpec", "SweepSummary", "parse_shard", "plan_sweep
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONFIGS_DIR = Path("experiments/configs")
-DEFAULT_RESULTS_DIR = Path("experiments/results")
+# A project's own folders by default; the repository's benchmark names its own in experiments/*.yaml sweep files.
+DEFAULT_CONFIGS_DIR = Path("configs")
+DEFAULT_RESULTS_DIR = Path("results")
 _LIST_FIELDS = ("configs", "datasets", "models", "features", "horizons", "seeds")
 _SHARD = re.compile(r"\s*(-?\d+)\s*/\s*(-?\d+)\s*")
 _SHARD_FIX = ("Fix: --shard K/N with 0 <= K < N (K is 0-based: the N workers are 0/N, 1/N, ..., (N-1)/N), "
@@ -208,9 +210,11 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
     return chosen
 
 
-def _command(path: Path, seed: int, overrides: Sequence[tuple[str, Any]]) -> str:
+def _command(path: Path, seed: int, spec: SweepSpec) -> str:
     words = ["forecast", "sweep", "--config", _display_path(path), "--seeds", str(seed)]
-    for name, value in overrides:
+    if spec.results_dir.resolve() != DEFAULT_RESULTS_DIR.resolve():
+        words += ["--results-dir", _display_path(spec.results_dir)]
+    for name, value in spec.overrides:
         text = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
         words += ["--set", f"{name}={text}"]
     return " ".join(shlex.quote(word) for word in words)
@@ -230,7 +234,7 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
             config = base.with_seed(seed)
             experiment = config.experiment()
             runs.append(PlannedRun(path, config, experiment, experiment.results_path(spec.results_dir),
-                                   spec.runs_dir / experiment.run_name(), _command(path, seed, spec.overrides)))
+                                   spec.runs_dir / experiment.run_name(), _command(path, seed, spec)))
     if not runs:
         raise ConfigError(f"the sweep selects no run: no config in {spec.configs_dir} matches datasets="
                           f"{list(spec.datasets)}, models={list(spec.models)}, features={list(spec.features)}, "
