@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -72,13 +73,39 @@ Command = Callable[[argparse.Namespace, list[str]], int]
 # ------------------------------------------------------------------ config commands
 
 
-def _config(args: argparse.Namespace, overrides: list[str]):
-    from forecast.config import load_config
+# Each config command's own flags besides the config's options: (name, type, default, help).
+_COMMAND_FLAGS: dict[str, list[tuple[str, Any, Any, str]]] = {
+    "fit": [],
+    "validate": [],
+    "test": [("windows", Literal["train", "val", "test"], "test", "the split whose windows are scored"),
+             ("report", str | None, None, "where the full report goes (default RUN_DIR/<windows>_report.csv)")],
+    "predict": [("output", str | None, None, "where the forecast goes (default RUN_DIR/forecast.csv)")],
+}
+_INPUT = ("input", str | None, None, "data to score or forecast from: a CSV path or dataset name (default: the "
+                                     "config's data.dataset)")
+_PRINT_CONFIG = ("--print_config", "--print-config")
 
-    if not args.config:
-        raise ConfigError("no config given. Fix: --config FILE.yaml (see experiments/configs/), "
-                          "then overrides such as --trainer.max_epochs 1.")
-    return load_config(args.config, overrides)
+
+def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
+    """The command's run config (files given by ``--config``, then overrides) and its own flags' values."""
+    from forecast.config import parse_config
+
+    flags = [*_COMMAND_FLAGS[command], *([_INPUT] if command != "fit" else [])]
+    named = {token.partition("=")[0] for token in tokens}
+    if not named & {"--config", "--data.dataset", "-h", "--help"}:
+        raise ConfigError(f"no config given. Fix: forecast {command} --config FILE.yaml (see experiments/configs/), "
+                          "then overrides such as --trainer.max_epochs 1; or name everything by flags, starting "
+                          "with --model.name and --data.dataset (forecast fit --help lists them).")
+
+    def add_flags(parser: Any) -> None:
+        for name, annotation, default, help_text in flags:
+            parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
+
+    config, given = parse_config([], tokens, prog=f"forecast {command}", add_arguments=add_flags,
+                                 description=f"{COMMAND_HELP[command]}. Options come from YAML files (--config, "
+                                             "repeatable) and flags (--model.d_model 64, --data.batch_size 16, "
+                                             "--trainer.max_epochs 1, --seed 3, --run_dir DIR); later ones win.")
+    return config, {name: given.get(name, default) for name, _, default, _ in flags}
 
 
 def _run_dir(config, must_exist: bool) -> Path:
@@ -115,9 +142,10 @@ def _print_validation(module, datamodule, progress: bool) -> None:
     print(f"validation over {len(datamodule.val_dataset)} windows (standardized scale): {values}")
 
 
-def _fit(args: argparse.Namespace, overrides: list[str]) -> int:
-    config = _config(args, overrides)
-    if args.print_config:
+def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
+    print_config = any(token in _PRINT_CONFIG for token in tokens)
+    config, _ = _config("fit", [token for token in tokens if token not in _PRINT_CONFIG])
+    if print_config:
         print(config.to_yaml(), end="")
         return 0
     run_dir = _run_dir(config, must_exist=False)
@@ -132,42 +160,43 @@ def _fit(args: argparse.Namespace, overrides: list[str]) -> int:
     return 0
 
 
-def _validate(args: argparse.Namespace, overrides: list[str]) -> int:
+def _validate(args: argparse.Namespace, tokens: list[str]) -> int:
     from forecast.api import Forecaster
 
-    config = _config(args, overrides)
+    config, flags = _config("validate", tokens)
     run_dir = _run_dir(config, must_exist=True)
     forecaster = Forecaster.load(run_dir)
-    datamodule = _data_module(config, args.input or config.dataset, forecaster.fitted_state)
+    datamodule = _data_module(config, flags["input"] or config.dataset, forecaster.fitted_state)
     print(f"run {run_dir} on {datamodule.source}")
     _print_validation(forecaster.module, datamodule, config.progress)
     return 0
 
 
-def _test(args: argparse.Namespace, overrides: list[str]) -> int:
+def _test(args: argparse.Namespace, tokens: list[str]) -> int:
     from forecast.api import Forecaster
     from forecast.metrics import pivot_report
 
-    config = _config(args, overrides)
+    config, flags = _config("test", tokens)
+    windows = flags["windows"]
     run_dir = _run_dir(config, must_exist=True)
-    report = Forecaster.load(run_dir).evaluate(args.input or config.dataset, split=config.split,
-                                               windows=args.windows, detail=True)
-    destination = Path(args.report) if args.report else run_dir / f"{args.windows}_report.csv"
+    report = Forecaster.load(run_dir).evaluate(flags["input"] or config.dataset, split=config.split,
+                                               windows=windows, detail=True)
+    destination = Path(flags["report"]) if flags["report"] else run_dir / f"{windows}_report.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
     report.to_csv(destination, index=False)
-    print(f"test of {run_dir} over {int(report['n_windows'].iloc[0])} {args.windows} windows:")
+    print(f"test of {run_dir} over {int(report['n_windows'].iloc[0])} {windows} windows:")
     print(_table(pivot_report(report)))
     print(f"full report (per horizon step and variable): {destination}")
     return 0
 
 
-def _predict(args: argparse.Namespace, overrides: list[str]) -> int:
+def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     from forecast.api import Forecaster
 
-    config = _config(args, overrides)
+    config, flags = _config("predict", tokens)
     run_dir = _run_dir(config, must_exist=True)
-    future = Forecaster.load(run_dir).predict(args.input or config.dataset)
-    destination = Path(args.output) if args.output else run_dir / "forecast.csv"
+    future = Forecaster.load(run_dir).predict(flags["input"] or config.dataset)
+    destination = Path(flags["output"]) if flags["output"] else run_dir / "forecast.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
     future.to_csv(destination)
     print(f"forecast of the {len(future)} steps after the last row ({future.index[0]} to {future.index[-1]}) "
@@ -179,15 +208,26 @@ def _predict(args: argparse.Namespace, overrides: list[str]) -> int:
 # --------------------------------------------------------------- sweep and report
 
 
+def _set_override(item: str) -> tuple[str, Any]:
+    """``--set KEY=VALUE`` as ``(KEY, VALUE)``: a JSON value (``4``, ``[3, 2, 1]``, ``true``, ``null``) as
+    such, anything else as typed, read by the config parser with the option's type."""
+    name, equals, text = item.partition("=")
+    if not equals or not name:
+        raise ConfigError(f"--set {item!r}; Fix: --set section.key=value, e.g. --set trainer.max_epochs=2.")
+    try:
+        return name.strip().removeprefix("--"), json.loads(text)
+    except ValueError:
+        return name.strip().removeprefix("--"), text
+
+
 def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
-    from forecast.config import parse_overrides
     from forecast.sweep import SweepSpec, plan_sweep, run_sweep
 
     if extra:
         raise ConfigError(f"forecast sweep: unexpected arguments {extra}. Fix: set config options with "
                           "--set section.key=value.")
     spec = SweepSpec.from_file(args.sweep) if args.sweep else SweepSpec()
-    overrides = parse_overrides(args.set) if args.set else None
+    overrides = [_set_override(item) for item in args.set] or None
     spec = spec.updated(configs=args.config, configs_dir=args.configs_dir, datasets=args.datasets,
                         models=args.models, features=args.features, horizons=args.horizons, seeds=args.seeds,
                         results_dir=args.results_dir, runs_dir=args.runs_dir, overrides=overrides,
@@ -289,40 +329,30 @@ def _demo(args: argparse.Namespace, extra: list[str]) -> int:
 # --------------------------------------------------------------------------- parser
 
 
-def _config_command(commands: argparse._SubParsersAction, name: str, help_text: str,
-                    run: Command) -> argparse.ArgumentParser:
-    parser = commands.add_parser(
-        name, help=help_text, allow_abbrev=False,
-        description=f"{help_text}. Options of the config are overridden as --section.key VALUE "
-                    "(--model.d_model 64, --data.batch_size 16, --trainer.max_epochs 1, --seed 3, --run_dir DIR).",
-    )
-    parser.add_argument("--config", action="append", default=[], metavar="FILE.yaml",
-                        help="YAML config (repeatable: later files override earlier ones)")
+COMMAND_HELP = {
+    "fit": "train a model from a YAML config and save the run",
+    "validate": "score a fitted run on the validation windows",
+    "test": "score a fitted run on every test window",
+    "predict": "forecast the steps after the last row to a CSV",
+}
+
+
+def _config_command(commands: argparse._SubParsersAction, name: str, run: Command) -> None:
+    # Every token (--help included) goes to the typed config parser of forecast.config, which lists and
+    # checks every option of the model the config names.
+    parser = commands.add_parser(name, help=COMMAND_HELP[name], add_help=False, allow_abbrev=False)
     parser.set_defaults(run=run)
-    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The console script's parser. One flag style throughout: ``--snake_case`` (Lightning's and
+    jsonargparse's), each also accepted with dashes (``--dry-run``)."""
     parser = argparse.ArgumentParser(prog="forecast", description=__doc__, allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    fit = _config_command(commands, "fit", "train a model from a YAML config and save the run", _fit)
-    fit.add_argument("--print_config", "--print-config", action="store_true",
-                     help="print the config after overrides and exit")
-    validate = _config_command(commands, "validate", "score a fitted run on the validation windows", _validate)
-    test = _config_command(commands, "test", "score a fitted run on every test window", _test)
-    predict = _config_command(commands, "predict", "forecast the steps after the last row to a CSV", _predict)
-    for command in (validate, test, predict):
-        command.add_argument("--input", default=None, metavar="DATA",
-                             help="data to score or forecast from: a CSV path or dataset name (default: the "
-                                  "config's data.dataset)")
-    test.add_argument("--windows", default="test", choices=["train", "val", "test"],
-                      help="the split whose windows are scored (default test)")
-    test.add_argument("--report", default=None, metavar="CSV", help="where the full report goes "
-                      "(default RUN_DIR/<windows>_report.csv)")
-    predict.add_argument("--output", default=None, metavar="CSV", help="where the forecast goes "
-                         "(default RUN_DIR/forecast.csv)")
+    for name, run in (("fit", _fit), ("validate", _validate), ("test", _test), ("predict", _predict)):
+        _config_command(commands, name, run)
 
     sweep = commands.add_parser("sweep", allow_abbrev=False,
                                 help="run datasets x models x horizons x seeds, one results row per run",
@@ -331,28 +361,31 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--sweep", default=None, metavar="FILE.yaml", help="sweep file (flags override it)")
     sweep.add_argument("--config", nargs="+", default=None, metavar="FILE.yaml",
                        help="run these config files instead of selecting from --configs-dir")
-    sweep.add_argument("--configs-dir", type=Path, default=None, help="default configs (experiments/benchmark.yaml names the repository's)")
+    sweep.add_argument("--configs_dir", "--configs-dir", type=Path, default=None,
+                       help="default configs (experiments/benchmark.yaml names the repository's)")
     sweep.add_argument("--datasets", nargs="+", default=None)
     sweep.add_argument("--models", nargs="+", default=None)
     sweep.add_argument("--features", nargs="+", default=None, choices=["M", "S", "MS"])
     sweep.add_argument("--horizons", nargs="+", type=int, default=None)
     sweep.add_argument("--seeds", nargs="+", type=int, default=None, help="default: each config's seed")
-    sweep.add_argument("--results-dir", type=Path, default=None, help="default results")
-    sweep.add_argument("--runs-dir", type=Path, default=None, help="default runs (where forecast fit keeps the same runs)")
+    sweep.add_argument("--results_dir", "--results-dir", type=Path, default=None, help="default results")
+    sweep.add_argument("--runs_dir", "--runs-dir", type=Path, default=None,
+                       help="default runs (where forecast fit keeps the same runs)")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config option in every run, e.g. trainer.max_epochs=2 (repeatable)")
     sweep.add_argument("--shard", default=None, metavar="K/N",
                        help="run only worker K's share of N (0-based; the runs at plan positions i %% N == K), "
                             "e.g. --shard ${SLURM_ARRAY_TASK_ID}/4 in a job array")
-    sweep.add_argument("--dry-run", action="store_true", help="list the runs and their status, run nothing")
-    sweep.add_argument("--fail-fast", action="store_true", help="stop at the first failed run")
+    sweep.add_argument("--dry_run", "--dry-run", action="store_true",
+                       help="list the runs and their status, run nothing")
+    sweep.add_argument("--fail_fast", "--fail-fast", action="store_true", help="stop at the first failed run")
     sweep.add_argument("--progress", action="store_true", help="show Lightning's progress bar")
     sweep.set_defaults(run=_sweep)
 
     report = commands.add_parser("report", allow_abbrev=False,
                                  help="Markdown tables of the results next to the published numbers")
-    report.add_argument("--results-dir", type=Path, default=Path("results"), help="default results")
-    report.add_argument("--configs-dir", type=Path, default=Path("configs"), help="default configs")
+    report.add_argument("--results_dir", "--results-dir", type=Path, default=Path("results"), help="default results")
+    report.add_argument("--configs_dir", "--configs-dir", type=Path, default=Path("configs"), help="default configs")
     report.add_argument("--published", type=Path, default=Path("published.csv"),
                         help="the published figures (default published.csv; the repository's: "
                              "experiments/published.csv)")
@@ -364,13 +397,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     splits = commands.add_parser("splits", help="summarize a dataset's splits and windows")
     splits.add_argument("data", help="registered dataset name or CSV path")
-    splits.add_argument("--seq-len", type=int, default=96)
-    splits.add_argument("--label-len", type=int, default=48)
-    splits.add_argument("--pred-len", type=int, default=24)
+    splits.add_argument("--seq_len", "--seq-len", type=int, default=96)
+    splits.add_argument("--label_len", "--label-len", type=int, default=48)
+    splits.add_argument("--pred_len", "--pred-len", type=int, default=24)
     splits.add_argument("--features", default="M", choices=["M", "S", "MS"])
     splits.add_argument("--target", default=None, help="default: a registered dataset's own target, else "
                         "every column (M) or the last numeric one (S, MS)")
-    splits.add_argument("--date-column", default=None, help="default: the one column holding timestamps")
+    splits.add_argument("--date_column", "--date-column", default=None,
+                        help="default: the one column holding timestamps")
     splits.add_argument("--split", nargs="+", default=None, type=_split_part,
                         help="a protocol name, 3 fractions, 3 row ends, or 2 dates where val and test start")
     splits.set_defaults(run=_splits)
@@ -378,9 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines")
     demo.add_argument("--data", default="ETTh1")
     demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--train-batches", type=int, default=None,
+    demo.add_argument("--train_batches", "--train-batches", type=int, default=None,
                       help="cap on training batches per epoch (default: all)")
-    demo.add_argument("--val-batches", type=int, default=None,
+    demo.add_argument("--val_batches", "--val-batches", type=int, default=None,
                       help="cap on validation batches per epoch (default: all); the test report "
                            "always scores every test window")
     demo.set_defaults(run=_demo)

@@ -19,12 +19,17 @@
     recipe: improved           # optional: the named recipe the options start from (forecast.recipes)
     run_dir: runs/etth1        # optional: checkpoints and the saved forecaster
 
-Files are read with ``yaml.safe_load`` (no Python objects). Several files merge in
-order, and every option can be overridden on the command line as ``--section.key
-value`` (or ``--section.key=value``, or ``--seed 1`` at the top level); values are read
-as YAML, so ``--trainer.max_epochs 1`` is an integer and ``--model.stack [3,2,1]`` a
-list. Unknown sections and keys fail with the list of valid ones; values are checked by
-the typed configs they feed (``InformerConfig``, ``DataConfig``, ``TrainingConfig``).
+Files are read safely (no Python objects). The command line is ``jsonargparse``'s
+(:func:`config_parser`): several ``--config`` files merge in order, and every option can be
+set or overridden as ``--section.key value`` (or ``--section.key=value``, or ``--seed 1`` at
+the top level), so a run can be named by flags alone. Each option is parsed with the type of
+the dataclass field it fills (``InformerConfig``, ``DataConfig``, ``TrainingConfig``) or of the
+``lightning.Trainer`` argument: ``--trainer.max_epochs 1`` is an integer, ``--model.stack
+[3,2,1]`` a list, ``--model.d_model sixteen`` an error, and ``--data.target no`` the string
+``no``. ``forecast fit --help`` lists every option of the model the config names with its type
+and default. Unknown sections and keys fail with the closest name and the list of valid ones.
+Only the options given are kept: the recipe fills in the rest when a Forecaster or an
+Experiment is built, and a results key names what was chosen, not every default.
 
 A :class:`RunConfig` builds a :class:`~forecast.Forecaster` (the console script's
 ``fit``/``validate``/``test``/``predict``) or an :class:`~forecast.experiment.Experiment`
@@ -35,11 +40,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import functools
 import inspect
+import json
+import operator
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,11 +64,10 @@ from forecast.recipes import DEFAULT_RECIPE, get_recipe
 __all__ = [
     "CONFIG_NAME",
     "RunConfig",
-    "apply_overrides",
+    "config_parser",
     "data_option_names",
     "load_config",
-    "merge",
-    "parse_overrides",
+    "parse_config",
     "read_yaml",
     "trainer_option_names",
 ]
@@ -123,74 +132,198 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     return content
 
 
-def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """``update`` merged into a copy of ``base``; nested mappings merge key by key."""
-    merged = copy.deepcopy(dict(base))
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+# ----------------------------------------------------------------------------- parsing
+
+# Top-level keys of the config besides the sections, with their types for the parser.
+_TOP_LEVEL_TYPES: dict[str, tuple[Any, Any, str]] = {
+    "seed": (int, 0, "seeds Python, numpy and torch, the loader's shuffling and quantile sampling"),
+    "recipe": (str, DEFAULT_RECIPE, "the named recipe the options start from (forecast.recipes)"),
+    "run_dir": (str | None, None, "the run folder (default runs/<run name>)"),
+    "quantiles": (list[float] | None, None, "levels of predict's quantile columns"),
+    "progress": (bool, False, "show Lightning's progress bar"),
+}
 
 
-def _parse_value(text: str, name: str) -> Any:
+def _annotations(function: Any) -> dict[str, Any]:
     try:
-        return yaml.safe_load(text) if text != "" else None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"--{name} {text!r} is not a valid YAML value: {error}") from error
+        return typing.get_type_hints(function)
+    except (NameError, TypeError):  # an annotation naming what is not importable: each taken as written
+        return {}
 
 
-def parse_overrides(tokens: Sequence[str]) -> list[tuple[str, Any]]:
-    """Command-line overrides as ``(dotted.key, value)`` pairs, values read as YAML.
+def _int_before_float(annotation: Any) -> Any:
+    """A union of int and float with int tried first, so ``3`` stays the integer 3 (three batches, not
+    300% of them); ``typing`` may hand back such a union with float first."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return annotation
+    members = typing.get_args(annotation)
+    if int not in members or float not in members:
+        return annotation
+    return functools.reduce(operator.or_, [int, float, *(m for m in members if m not in (int, float))])
 
-    Accepts ``--model.d_model 64``, ``--model.d_model=64`` and ``model.d_model=64``;
-    option names may use ``-`` for ``_`` (``--trainer.max-epochs``).
+
+def _trainer_arguments() -> Iterator[tuple[str, Any, Any]]:
+    """``(name, annotation, default)`` of every option of the trainer section: the TrainingConfig fields,
+    then the ``lightning.Trainer`` arguments it passes on."""
+    import lightning as L
+
+    from forecast.training import TrainingConfig
+
+    defaults, hints = TrainingConfig(), _annotations(TrainingConfig)
+    training = [f.name for f in dataclasses.fields(TrainingConfig)
+                if f.name not in ("seed", "extra_trainer_options", *_LOADER)]
+    for name in training:
+        yield name, _int_before_float(hints.get(name, Any)), getattr(defaults, name)
+    hints = _annotations(L.Trainer.__init__)
+    parameters = inspect.signature(L.Trainer.__init__).parameters
+    for name in trainer_option_names():
+        if name not in training:
+            yield name, _int_before_float(hints.get(name, Any)), parameters[name].default
+
+
+def config_parser(model: str = "informer", *, prog: str = "forecast", description: str | None = None,
+                  add_arguments: Callable[[Any], None] | None = None):
+    """The typed command-line parser (``jsonargparse``) of a run config whose model is ``model``.
+
+    It offers ``--config FILE.yaml`` (repeatable, later files win) and every option of every section
+    with its type and default: ``--model.<field>`` of the model's config dataclass, ``--data.<field>``
+    of :class:`~forecast.data.DataConfig` (and ``--data.dataset``), ``--trainer.<field>`` of
+    :class:`~forecast.training.TrainingConfig` and every ``lightning.Trainer`` argument, and the
+    top-level keys. Values are type-checked as they are parsed (``--model.d_model sixteen`` fails)
+    and read as YAML 1.2 (``--data.target no`` is the string ``no``). ``add_arguments(parser)`` adds
+    a command's own flags.
     """
-    pairs: list[tuple[str, Any]] = []
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if token.startswith("--"):
-            name, has_value, text = token[2:].partition("=")
-            if not has_value:
-                if index >= len(tokens) or (tokens[index].startswith("--") and not _is_number(tokens[index])):
-                    raise ConfigError(f"option {token} has no value. Fix: {token} VALUE or {token}=VALUE.")
-                text = tokens[index]
-                index += 1
-        elif "=" in token:
-            name, _, text = token.partition("=")
-        else:
-            raise ConfigError(f"unexpected argument {token!r}. Fix: overrides look like --section.key VALUE.")
-        name = name.replace("-", "_")
-        if not name or name.startswith(".") or name.endswith("."):
-            raise ConfigError(f"option {token!r} has no name. Fix: --section.key VALUE, e.g. --model.d_model 64.")
-        pairs.append((name, _parse_value(text, name)))
-    return pairs
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    from forecast.data import DataConfig
+    from forecast.models import MODELS, model_config_class
+
+    parser = ArgumentParser(prog=prog, description=description, exit_on_error=False, allow_abbrev=False)
+    parser.add_argument("--config", action=ActionConfigFile,
+                        help="a YAML config (repeatable: later files override earlier ones)")
+    parser.add_argument("--model.name", type=str, default="informer",
+                        help=f"a registered model, one of {sorted(MODELS)}; --help lists the named model's options")
+    config_class, fixed = model_config_class(model)
+    if config_class is not None:
+        parser.add_class_arguments(config_class, "model", skip=set(fixed))
+    parser.add_argument("--data.dataset", type=str | None, default=None,
+                        help=f"a registered dataset {list(registry.names())} or a CSV path")
+    for name in ("seq_len", "label_len", "pred_len"):
+        parser.add_argument(f"--data.{name}", type=int, default=_WINDOW_DEFAULTS[name])
+    parser.add_class_arguments(DataConfig, "data", skip={"seed", "test_split", "seq_len", "label_len", "pred_len"})
+    for name, annotation, default in _trainer_arguments():
+        try:
+            parser.add_argument(f"--trainer.{name}", type=annotation, default=default)
+        except (ValueError, TypeError):  # an annotation the parser cannot check: taken as written
+            parser.add_argument(f"--trainer.{name}", type=Any, default=default)
+    for name, (annotation, default, help_text) in _TOP_LEVEL_TYPES.items():
+        parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
+    if add_arguments is not None:
+        add_arguments(parser)
+    return parser
 
 
-def _is_number(text: str) -> bool:
+def _named_model(paths: Sequence[Path], tokens: Sequence[str]) -> str:
+    """The model the files and then the tokens (``--config FILE`` included) name last, default
+    ``informer``: the parser offers that model's options."""
+    name = "informer"
+
+    def from_file(path: str | os.PathLike[str]) -> None:
+        nonlocal name
+        section = read_yaml(path).get("model")
+        if isinstance(section, Mapping) and isinstance(section.get("name"), str):
+            name = section["name"]
+
+    for path in paths:
+        from_file(path)
+    for index, token in enumerate(tokens):
+        flag, equals, value = token.partition("=")
+        if not equals:
+            value = tokens[index + 1] if index + 1 < len(tokens) else ""
+        if flag == "--config" and value:
+            from_file(value)
+        elif flag == "--model.name" and value:
+            name = value
+    return name
+
+
+def _tokens(overrides: Iterable[tuple[str, Any]] | Sequence[str]) -> list[str]:
+    """Overrides as command-line tokens: ``(dotted.key, value)`` pairs (a string value is taken as typed on
+    a command line, anything else as JSON), or tokens, where ``key=value`` means ``--key=value``; option
+    names may use ``-`` for ``_`` (``--trainer.max-epochs``)."""
+    tokens: list[str] = []
+    for item in overrides:
+        if isinstance(item, tuple):
+            name, value = item
+            item = f"--{name}={value if isinstance(value, str) else json.dumps(value)}"
+        elif not item.startswith("-") and "=" in item:
+            item = f"--{item}"
+        if item.startswith("--"):
+            name, equals, value = item[2:].partition("=")
+            item = f"--{name.replace('-', '_')}{equals}{value}"
+        tokens.append(item)
+    return tokens
+
+
+def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tuple[str, Any]] | Sequence[str] = (),
+                 *, prog: str = "forecast", description: str | None = None,
+                 add_arguments: Callable[[Any], None] | None = None) -> tuple[RunConfig, dict[str, Any]]:
+    """The validated :class:`RunConfig` of config files and overrides, and the values of the command's
+    own flags (``add_arguments``) that were given. ``--help`` prints every option and exits."""
+    from jsonargparse import ArgumentError
+
+    paths = [Path(path) for path in paths]
+    tokens = _tokens(overrides)
+    files = [*paths, *(token.partition("=")[2] if "=" in token else tokens[index + 1]
+                       for index, token in enumerate(tokens)
+                       if token.partition("=")[0] == "--config" and ("=" in token or index + 1 < len(tokens)))]
+    source = ", ".join(str(path) for path in files) or "<command line>"
+    model = _named_model(paths, tokens)
     try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+        parser = config_parser(model, prog=prog, description=description, add_arguments=add_arguments)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: model.name={model!r}: {error}") from None
+    try:
+        given = parser.parse_args([*(f"--config={path}" for path in paths), *tokens], defaults=False).as_dict()
+    except ArgumentError as error:
+        message = " ".join(str(error).split())
+        raise ConfigError(f"{source}: {message}.{_valid_options(parser, message)} Fix: see `{prog} --help` for every "
+                          "option and its type.") from None
+    given = _plain(given)
+    given.pop("config", None)
+    given.pop("__path__", None)
+    own = {name: given.pop(name) for name in list(given) if name not in (*SECTIONS, *TOP_LEVEL)}
+    return RunConfig.from_mapping(given, source), own
 
 
-def apply_overrides(mapping: Mapping[str, Any], overrides: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """A copy of ``mapping`` with each ``(dotted.key, value)`` set (sections are created as needed)."""
-    result = copy.deepcopy(dict(mapping))
-    for name, value in overrides:
-        parts = name.split(".")
-        node = result
-        for depth, part in enumerate(parts[:-1]):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"--{name}: {'.'.join(parts[:depth + 1])} is a value, not a section.")
-            node = child
-        node[parts[-1]] = value
-    return result
+def _valid_options(parser: Any, message: str) -> str:
+    """For unrecognized options: the valid options of their sections (and the closest names)."""
+    unknown = [*(re.findall(r"--([\w.]+)", message) if message.startswith("unrecognized arguments") else []),
+               *(f"{group}.{option}" for group, option in
+                 re.findall(r"Group '([\w.]+)' does not accept option '(\w+)'", message)),
+               *re.findall(r"Option '([\w.]+)' is not accepted", message)]
+    known = [option[2:] for action in parser._actions for option in action.option_strings
+             if option.startswith("--") and option[2:] not in ("help", "config", "print_config")]
+    hints = []
+    for name in unknown:
+        section = name.rpartition(".")[0]
+        valid = sorted(option.rpartition(".")[2] for option in known if option.rpartition(".")[0] == section)
+        close = difflib.get_close_matches(name, known, n=1)
+        hints.append(f" Did you mean --{close[0]}?" if close else "")
+        if valid:
+            hints.append(f" Valid {section or 'top-level'} options: {valid}.")
+        else:
+            hints.append(f" {section!r} is not a section: {list(SECTIONS)}, or top-level {list(TOP_LEVEL)}.")
+    return "".join(dict.fromkeys(hints))
+
+
+def _plain(value: Any) -> Any:
+    """Parsed values as YAML types: tuples (``model.stack``) become lists."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
 
 
 # ------------------------------------------------------------------------------ config
@@ -396,19 +529,11 @@ def load_config(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     overrides: Iterable[tuple[str, Any]] | Sequence[str] = (),
 ) -> RunConfig:
-    """Read one or more YAML files (merged in order), apply overrides, validate.
+    """Read one or more YAML files (merged in order), apply overrides, validate (:func:`parse_config`).
 
-    ``overrides`` are ``(dotted.key, value)`` pairs or raw command-line tokens
+    ``overrides`` are ``(dotted.key, value)`` pairs or command-line tokens
     (``["--trainer.max_epochs", "1"]``).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    mapping: dict[str, Any] = {}
-    for path in paths:
-        mapping = merge(mapping, read_yaml(path))
-    pairs = list(overrides)
-    if pairs and all(isinstance(item, str) for item in pairs):
-        pairs = parse_overrides(pairs)  # type: ignore[arg-type]
-    mapping = apply_overrides(mapping, pairs)  # type: ignore[arg-type]
-    source = ", ".join(str(path) for path in paths) or "<command line>"
-    return RunConfig.from_mapping(mapping, source)
+    return parse_config(paths, overrides)[0]

@@ -16,7 +16,7 @@ import yaml
 
 from forecast import Forecaster
 from forecast.cli import main
-from forecast.config import RunConfig, apply_overrides, load_config, parse_overrides
+from forecast.config import RunConfig, load_config
 from forecast.errors import ConfigError
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 300, 32, 16, 8
@@ -28,6 +28,14 @@ TINY = {
     "trainer": {"max_epochs": 1, "learning_rate": 1e-3, "patience": 2},
     "seed": 0,
 }
+
+
+def changed(mapping: dict, dotted: str, value) -> dict:
+    """A copy of a config mapping with one option set."""
+    section, _, key = dotted.rpartition(".")
+    result = {name: dict(part) if isinstance(part, dict) else part for name, part in mapping.items()}
+    (result.setdefault(section, {}) if section else result)[key] = value
+    return result
 
 
 def write_series(path: Path, rows: int = ROWS) -> pd.DataFrame:
@@ -152,12 +160,12 @@ def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
 
 
 def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys):
-    """Unquoted YAML dates arrive as datetime.date: they split, and the saved config keeps them as text."""
+    """Dates in a YAML list split the data, and the saved config keeps them as text."""
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--data.split", "[2022-03-10, 2022-03-12]"]) == 0
     config = load_config("tiny.yaml", ["--data.split", "[2022-03-10, 2022-03-12]"])
     assert Forecaster.load(workdir / "run").evaluate("toy.csv", split=config.split).attrs["n_windows"] == (
         ROWS - 11 * 24 - PRED_LEN + 1)  # the test block starts on March 12, the 12th day
-    assert "2022-03-10T00:00:00" in (workdir / "run" / "config.json").read_text()
+    assert "2022-03-10" in (workdir / "run" / "config.json").read_text()
     capsys.readouterr()
     assert main(["splits", "toy.csv", "--seq-len", "32", "--label-len", "16", "--pred-len", "8",
                  "--split", "2022-03-10", "2022-03-12"]) == 0
@@ -168,10 +176,18 @@ def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys)
 def test_bad_options_fail_with_the_fix_and_no_traceback(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--model.d_modle", "8"]) == 2
     err = capsys.readouterr().err
-    assert "unknown model 'informer' option(s) ['d_modle']" in err and "'d_model'" in err
+    assert "--model.d_modle" in err and "Did you mean --model.d_model?" in err and "'d_model'" in err
     assert "Traceback" not in err
     assert main(["fit", "--trainer.max_epochs", "1"]) == 2
     assert "no config given" in capsys.readouterr().err
+
+
+def test_a_run_named_by_flags_alone_fits_and_predicts(workdir):
+    flags = ["--model.name", "dlinear", "--data.dataset", "toy.csv", "--data.seq_len", "32", "--data.label_len", "16",
+             "--data.pred_len", "8", "--trainer.max_epochs", "1", "--run_dir", "flags"]
+    assert main(["fit", *flags]) == 0
+    assert main(["predict", *flags, "--output", "future.csv"]) == 0
+    assert len(pd.read_csv(workdir / "future.csv")) == PRED_LEN
 
 
 def test_predict_without_a_fitted_run_says_how_to_fix_it(workdir, capsys):
@@ -202,18 +218,42 @@ def test_round_trip_through_yaml_keeps_the_config():
     # the folder `forecast sweep` uses; a changed model option or training setting trains elsewhere
     assert config.resolved_run_dir() == Path("runs") / config.experiment().run_name()
     for change in [("model.d_model", 8), ("trainer.max_epochs", 9), ("seed", 1)]:
-        assert config.resolved_run_dir() != RunConfig.from_mapping(apply_overrides(TINY, [change])).resolved_run_dir()
+        assert config.resolved_run_dir() != RunConfig.from_mapping(changed(TINY, *change)).resolved_run_dir()
 
 
-def test_overrides_are_read_as_yaml_values():
-    assert parse_overrides(["--model.d_model", "64", "--model.stack=[3, 2, 1]", "seed=2", "--data.target", "OT",
-                            "--trainer.max-epochs", "1", "--data.split", "null"]) == [
-        ("model.d_model", 64), ("model.stack", [3, 2, 1]), ("seed", 2), ("data.target", "OT"),
-        ("trainer.max_epochs", 1), ("data.split", None)]
-    with pytest.raises(ConfigError, match="has no value"):
-        parse_overrides(["--model.d_model"])
-    with pytest.raises(ConfigError, match="unexpected argument"):
-        parse_overrides(["stray"])
+def test_overrides_are_parsed_with_each_options_type(workdir):
+    config = load_config("tiny.yaml", ["--model.d_model", "64", "--model.stack=[3, 2, 1]", "seed=2", "--data.target",
+                                       "no", "--trainer.max-epochs", "3", "--data.split", "null",
+                                       "--trainer.limit_val_batches", "2"])
+    assert config.model_options["d_model"] == 64 and config.model_options["stack"] == [3, 2, 1]
+    assert config.seed == 2 and config.trainer["max_epochs"] == 3 and config.data["split"] is None
+    assert config.data["target"] == "no"  # a string option stays a string (YAML 1.1 would read False)
+    assert config.trainer["limit_val_batches"] == 2 and isinstance(config.trainer["limit_val_batches"], int)
+    # typed as they are parsed, --print_config included: nothing reaches a model
+    for tokens, message in [(["--model.d_model", "sixteen"], "model.d_model"),
+                            (["--trainer.max_epochs", "1.5"], "trainer.max_epochs"),
+                            (["--model.factr", "2"], "Did you mean --model.factor"),
+                            (["--trainer.max_epoch", "2"], "Did you mean --trainer.max_epochs"),
+                            (["--model.d_model"], "model.d_model"),
+                            (["--modle.d_model", "3"], "'modle' is not a section")]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_config("tiny.yaml", tokens)
+    assert main(["fit", "--config", "tiny.yaml", "--print_config", "--model.d_model", "sixteen"]) == 2
+
+
+def test_fit_help_lists_every_option_with_its_type(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["fit", "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--model.d_model", "--model.revin_center {mean,last,learned}", "--data.dataset", "--data.split",
+                   "--trainer.max_epochs", "--trainer.learning_rate", "--trainer.limit_val_batches", "--seed"):
+        assert option in out, option
+    assert "(type: int, default: 512)" in out  # Informer's d_model
+    with pytest.raises(SystemExit):
+        main(["fit", "--model.name", "dlinear", "--help"])
+    out = capsys.readouterr().out
+    assert "--model.kernel_size" in out and "--model.d_model D_MODEL" not in out  # the named model's options
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -232,9 +272,9 @@ def test_invalid_configs_name_the_problem(change, message):
 
 def test_values_are_checked_by_the_typed_configs():
     with pytest.raises(ConfigError, match="tiny.yaml"):
-        RunConfig.from_mapping(apply_overrides(TINY, [("model.d_model", 15)]), "tiny.yaml").forecaster()
+        RunConfig.from_mapping(changed(TINY, "model.d_model", 15), "tiny.yaml").forecaster()
     with pytest.raises(ConfigError):
-        RunConfig.from_mapping(apply_overrides(TINY, [("data.label_len", 64)])).forecaster()
+        RunConfig.from_mapping(changed(TINY, "data.label_len", 64)).forecaster()
 
 
 def test_yaml_is_read_safely(tmp_path):

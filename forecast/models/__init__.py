@@ -69,6 +69,14 @@ _CONFIGS: dict[str, tuple[type | None, frozenset[str]]] = {
 }
 
 
+def model_config_class(name: str) -> tuple[type | None, frozenset[str]]:
+    """The config dataclass whose fields are the registered model ``name``'s options (``None``: it takes
+    none, or it was registered at run time and checks its own), and the fields its builder fixes."""
+    if name not in MODELS:
+        raise ConfigError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
+    return _CONFIGS.get(name, (None, frozenset()))
+
+
 def model_options(name: str) -> tuple[str, ...]:
     """The option names the registered model ``name`` accepts: its config dataclass's fields."""
     if name not in MODELS:
@@ -110,5 +118,6 @@ __all__ = [
     "SeasonalNaive",
     "SeasonalNaiveConfig",
     "build_model",
+    "model_config_class",
     "model_options",
 ]
