@@ -81,9 +81,9 @@ def _interactive() -> bool:
 
 
 def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
-    """Sizes for building a model only to check its options (one variable, four timeF features)."""
+    """Sizes for building a model only to check its options (one variable, four timeF features, a cycle of one)."""
     return DataSpec(seq_len=seq_len, label_len=label_len, pred_len=pred_len, c_in=1, c_out=1,
-                    n_time_features=4)
+                    n_time_features=4, season=1)
 
 
 def model_option_names(model: str) -> tuple[str, ...]:

@@ -168,10 +168,11 @@ FIELDS = {
         "activation": "choice", "attention": "choice", "decoding": "choice", "head": "choice", "channels": "choice",
         "series_embedding": "bool", "dense_reference": "bool",
     }),
-    SeasonalNaiveConfig: ({}, {"season_length": "int"}),
+    SeasonalNaiveConfig: ({}, {"season_length": "int_or_none"}),
     DataSpec: (dict(seq_len=8, label_len=4, pred_len=2, c_in=3, c_out=1, n_time_features=4), {
         "seq_len": "int", "label_len": "int", "pred_len": "int", "c_in": "int", "c_out": "int",
         "n_time_features": "int", "time_encoding": "choice", "time_feature_sizes": "ints_or_none",
+        "season": "int_or_none",
     }),
     TrainingConfig: ({}, {
         "max_epochs": "int", "patience": "int", "batch_size": "int", "seed": "int", "num_workers": "int",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from forecast.data import WindowDataModule
+from forecast.data.timefeatures import seasonal_period
 from forecast.errors import ConfigError
 from forecast.metrics import ProbabilisticAccumulator, coverage_name
 from forecast.models import DataSpec, build_model
@@ -68,7 +71,7 @@ def test_intervals_cover_nominally_on_a_seasonal_random_walk():
 
 
 def test_invalid_settings_say_what_to_change():
-    with pytest.raises(ConfigError, match="season_length must be an integer >= 1"):
+    with pytest.raises(ConfigError, match="season_length must be None or an integer >= 1"):
         build_model("seasonal_naive", spec(), season_length=0)
     with pytest.raises(ConfigError, match="seq_len >= season_length"):
         build_model("seasonal_naive", spec(seq_len=23), season_length=24)
@@ -78,3 +81,31 @@ def test_invalid_settings_say_what_to_change():
         one_season.sample(torch.zeros(1, 24, one_season.spec.c_in), None, None, n_samples=2)
     with pytest.raises(ConfigError, match="n_samples"):
         build_model("seasonal_naive", spec(), season_length=12).sample(torch.zeros(1, 48, 3), None, None, 0)
+
+
+@pytest.mark.parametrize(("freq", "period"), [("h", 24), ("2h", 12), ("15min", 96), ("10min", 144), ("D", 7),
+                                              ("B", 5), ("W-SUN", 52), ("MS", 12), ("QS", 4)])
+def test_the_natural_cycle_of_a_frequency(freq, period):
+    assert seasonal_period(freq) == period
+
+
+@pytest.mark.parametrize("freq", ["YS", "7h", "2D"])
+def test_a_frequency_without_a_cycle_asks_for_season_length(freq):
+    with pytest.raises(ConfigError, match="season_length"):
+        seasonal_period(freq)
+
+
+def test_the_default_season_is_the_datas_cycle_read_off_the_data():
+    """Daily data repeats last week (not 24 days back), and data without a cycle is refused with the fix."""
+    days = 120
+    frame = pd.DataFrame({"date": pd.date_range("2023-01-02", periods=days, freq="D"),
+                          "y": np.arange(days) % 7 + np.arange(days) * 0.01})
+    dm = WindowDataModule(frame, seq_len=28, label_len=7, pred_len=7, features="S")
+    dm.setup()
+    model = build_model("seasonal_naive", DataSpec.from_datamodule(dm))
+    assert model.season_length == 7
+    batch = next(iter(dm.test_dataloader()))
+    torch.testing.assert_close(model(batch["x"], None, None), batch["x"][:, -7:])
+    with pytest.raises(ConfigError, match="season_length"):
+        build_model("seasonal_naive", spec())  # built without data: no cycle known
+    assert build_model("seasonal_naive", spec(), season_length=12).season_length == 12

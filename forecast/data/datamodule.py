@@ -371,6 +371,10 @@ class WindowDataModule(L.LightningDataModule):
         return self._state().series.freq.freqstr
 
     @property
+    def season(self) -> int | None:
+        return self.fitted.season
+
+    @property
     def prepare_options(self) -> dict[str, Any]:
         """The :func:`~forecast.data.io.prepare_series` options that read this data, as resolved
         (target, date column, frequency alias and the registered dataset's quirks): they

@@ -21,7 +21,7 @@ import torch
 from sklearn.preprocessing import StandardScaler
 
 from forecast.data.io import Table, TimeSeries, parse_offset, prepare_series
-from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
+from forecast.data.timefeatures import n_time_features, seasonal_period, time_feature_sizes, time_features
 from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
 
 __all__ = ["FittedState", "FutureBatch", "fit_scaler", "standardize"]
@@ -147,6 +147,15 @@ class FittedState:
     def time_feature_sizes(self) -> list[int] | None:
         """Embedding-table size per integer calendar field (fixed/learned); ``None`` for timeF."""
         return time_feature_sizes(parse_offset(self.freq), self.time_encoding)
+
+    @property
+    def season(self) -> int | None:
+        """Steps in the data's natural cycle (:func:`~forecast.data.timefeatures.seasonal_period`), ``None``
+        when its frequency has none (yearly data, a step that does not divide a day)."""
+        try:
+            return seasonal_period(self.freq)
+        except ConfigError:
+            return None
 
     # ---------------------------------------------------------------- scaling
 

@@ -89,6 +89,28 @@ def frequency_resolution(freq: str | pd.DateOffset) -> Resolution:
     )
 
 
+# The natural cycle of a resolution whose step does not divide a day: a week of days, a year of the rest.
+_SEASON_OF = {"day": 7, "business_day": 5, "week": 52, "month": 12, "quarter": 4}
+
+
+def seasonal_period(freq: str | pd.DateOffset) -> int:
+    """The steps of the series' natural cycle: a day of sub-daily data (24 hourly, 96 at 15 minutes, 144 at
+    10), a week of days (7; 5 business days), a year of weeks, months or quarters (52, 12, 4).
+
+    ConfigError, naming the fix, for a step that does not divide a day and for yearly data.
+    """
+    offset = parse_offset(freq)
+    resolution = frequency_resolution(offset)
+    if isinstance(offset, pd.offsets.Tick) and resolution in ("second", "minute", "hour"):
+        step = pd.Timedelta(offset)
+        if _DAY % step == pd.Timedelta(0):
+            return int(_DAY // step)
+    elif resolution in _SEASON_OF and offset.n == 1:
+        return _SEASON_OF[resolution]
+    raise ConfigError(f"freq={offset.freqstr!r} has no natural cycle to repeat. Fix: set season_length, the "
+                      "period in steps.")
+
+
 # timeF: each feature maps the calendar value linearly onto [-0.5, 0.5].
 _TIMEF: dict[str, Callable[[pd.DatetimeIndex], np.ndarray]] = {
     "second_of_minute": lambda d: d.second / 59.0 - 0.5,

@@ -24,6 +24,7 @@ class DataSpec:
     n_time_features: int
     time_encoding: str = "timeF"
     time_feature_sizes: tuple[int, ...] | None = None
+    season: int | None = None  # steps in the data's natural cycle, when known (DataSpec.from_datamodule)
 
     def __post_init__(self) -> None:
         # F = 0 is valid: yearly data has no calendar features.
@@ -38,6 +39,7 @@ class DataSpec:
         if self.c_out > self.c_in:
             raise ConfigError(f"c_out={self.c_out} cannot exceed c_in={self.c_in}")
         require_choice("time_encoding", self.time_encoding, ("timeF", "fixed", "learned"))
+        require_int("season", self.season, 1, optional=True)
         if self.time_feature_sizes is not None:
             sizes = require_ints("time_feature_sizes", self.time_feature_sizes, 1, allow_empty=True)
             object.__setattr__(self, "time_feature_sizes", sizes)
@@ -58,7 +60,7 @@ class DataSpec:
             seq_len=dm.seq_len, label_len=dm.label_len, pred_len=dm.pred_len,
             c_in=dm.c_in, c_out=dm.c_out, n_time_features=dm.n_time_features,
             time_encoding=dm.time_encoding,
-            time_feature_sizes=tuple(sizes) if sizes is not None else None,
+            time_feature_sizes=tuple(sizes) if sizes is not None else None, season=dm.season,
         )
 
 

@@ -30,14 +30,15 @@ class RepeatLast(ForecastModel):
 
 @dataclass(frozen=True)
 class SeasonalNaiveConfig:
-    """``season_length``: the period in steps; the default 24 is the daily cycle of hourly data
-    (ETTh, ECL, Traffic); use 96 for 15-minute data (ETTm), 144 for 10-minute data (Weather),
-    7 for daily data with a weekly cycle."""
+    """``season_length``: the period in steps. The default, ``None``, is the data's natural cycle
+    (``DataSpec.season``, :func:`~forecast.data.timefeatures.seasonal_period`): a day of sub-daily data (24 hourly, 96 at
+    15 minutes, 144 at 10 minutes), a week of daily data (7), a year of weekly or monthly data."""
 
-    season_length: int = 24
+    season_length: int | None = None
 
     def __post_init__(self) -> None:
-        require_int("season_length", self.season_length, 1, hint="the period in steps")
+        require_int("season_length", self.season_length, 1, optional=True,
+                    hint="the period in steps; None: the data's natural cycle")
 
 
 class SeasonalNaive(ForecastModel):
@@ -54,14 +55,21 @@ class SeasonalNaive(ForecastModel):
 
     def __init__(self, spec: DataSpec, config: SeasonalNaiveConfig):
         super().__init__()
-        if spec.seq_len < config.season_length:
+        season_length = config.season_length
+        if season_length is None:
+            if spec.season is None:
+                raise ConfigError("seasonal_naive: the data has no natural cycle that its frequency tells (or the "
+                                  "model was built without data). Fix: set season_length, the period in steps.")
+            season_length = spec.season
+        if spec.seq_len < season_length:
+            chosen = "" if config.season_length is not None else " (the data's natural cycle)"
             raise ConfigError(
                 f"seasonal_naive needs seq_len >= season_length to see one season, got seq_len={spec.seq_len}, "
-                f"season_length={config.season_length}; lengthen seq_len or set season_length"
+                f"season_length={season_length}{chosen}; lengthen seq_len or set season_length"
             )
         self.spec = spec
         self.config = config
-        self.season_length = config.season_length
+        self.season_length = season_length
 
     @property
     def probabilistic(self) -> bool:
