@@ -150,7 +150,8 @@ class EpochLog(Callback):
         self.epochs: list[dict[str, float]] = []
         self._timer = timer
         self._started = 0.0
-        self._loss_sum = self._windows = 0.0
+        self._loss_sum: float | torch.Tensor = 0.0
+        self._windows = 0.0
         self._learning_rate = math.nan
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -163,14 +164,15 @@ class EpochLog(Callback):
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         if isinstance(loss, torch.Tensor):
             windows = float(batch["x"].shape[0])
-            self._loss_sum += float(loss.detach()) * windows
+            # Summed where the loss lives: float() here would wait for the device at every step.
+            self._loss_sum = self._loss_sum + loss.detach() * windows
             self._windows += windows
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         val_loss = trainer.callback_metrics.get("val_loss")
         record = {
             "epoch": trainer.current_epoch,
-            "train_loss": self._loss_sum / self._windows if self._windows else float("nan"),
+            "train_loss": float(self._loss_sum) / self._windows if self._windows else float("nan"),
             "val_loss": float(val_loss) if val_loss is not None else float("nan"),
             "learning_rate": self._learning_rate,
             "seconds": self._timer() - self._started,
