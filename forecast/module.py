@@ -9,6 +9,7 @@ here or, when absent, the trainer's datamodule's (``datamodule.fitted``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import lightning as L
@@ -33,6 +34,17 @@ LOSSES = {
     "huber": F.huber_loss,
 }
 LR_SCHEDULES: tuple[str, ...] = ("halve", "cosine", "none")
+
+
+def adam(parameters: Sequence[torch.nn.Parameter], learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+    """The recipe's optimizer: Adam, with the fused kernel where the parameters' device has one.
+
+    The fused kernel updates every tensor in one pass, the same update to float rounding: a paper-size
+    Informer's optimizer step takes 13 ms against 71 ms for the per-tensor loop on one CPU thread
+    (benchmarks/README.md).
+    """
+    fused = bool(parameters) and all(p.device.type in ("cpu", "cuda") for p in parameters)
+    return torch.optim.Adam(parameters, lr=learning_rate, weight_decay=weight_decay, fused=fused or None)
 
 
 class ForecastModule(L.LightningModule):
@@ -159,9 +171,8 @@ class ForecastModule(L.LightningModule):
         self.log("val_mae", self.val_mae, batch_size=pred.shape[0])
 
     def configure_optimizers(self):
-        params = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.Adam(params, lr=self.hparams.learning_rate,
-                                     weight_decay=self.hparams.weight_decay)
+        optimizer = adam([p for p in self.parameters() if p.requires_grad], self.hparams.learning_rate,
+                         self.hparams.weight_decay)
         if self.hparams.lr_schedule == "halve":
             scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 0.5**epoch)
         elif self.hparams.lr_schedule == "cosine":
