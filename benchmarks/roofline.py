@@ -52,6 +52,7 @@ from _common import (  # noqa: E402
 )
 
 from forecast.models import DataSpec, build_model  # noqa: E402
+from forecast.module import adam  # noqa: E402
 from forecast.recipes import get_recipe  # noqa: E402
 
 COLUMNS = ["model", "size", "precision", "batch", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
@@ -100,7 +101,7 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
     """One row: the step's FLOPs and median time against this precision's GEMM rate."""
     torch.manual_seed(0)
     model = build_model(name, SPEC, **options).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    optimizer = adam(list(model.parameters()), 1e-4)  # the recipe's
     x, x_mark, y_mark, target = _inputs(batch)
 
     def step() -> None:
