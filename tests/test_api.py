@@ -548,6 +548,9 @@ def test_fit_logs_each_epoch_the_restored_best_and_early_stopping_and_keeps_a_hi
     assert sum(line.startswith("epoch ") and "train_loss" in line and "val_loss" in line for line in lines) == 2
     best = int(history["val_loss"].idxmin())
     assert f"restored the weights of epoch {best} (val_loss {history['val_loss'][best]:.4f})" in lines
+    fit = fc.last_fit  # what the one recipe (forecast.training.fit_best) reports to the experiment runner
+    assert (fit.epochs, fit.best_epoch) == (2, best) and fit.train_seconds > 0 and fit.trainer is not None
+    assert fit.best_val_loss == pytest.approx(history["val_loss"][best])
     # resumed for a third epoch, the history keeps the two before it
     resumed = Forecaster("dlinear", max_epochs=3, **options).fit(frame, run_dir=tmp_path / "run")
     assert resumed.history["epoch"].tolist() == [0, 1, 2]
@@ -558,7 +561,8 @@ def test_fit_logs_each_epoch_the_restored_best_and_early_stopping_and_keeps_a_hi
                              **{k: v for k, v in options.items() if k != "learning_rate"}).fit(frame)
     assert len(stopped.history) < 20
     assert any(record.getMessage().startswith("early stopping after epoch") for record in caplog.records)
-    assert Forecaster("naive", **WINDOW).fit(frame).history.empty
+    naive = Forecaster("naive", **WINDOW).fit(frame)
+    assert naive.history.empty and naive.last_fit.trainer is None and naive.last_fit.best_epoch == -1
 
 
 def test_the_progress_bar_is_on_in_interactive_use_only(monkeypatch):
