@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from forecast.data import WindowDataModule
+from forecast.data.fitted import FittedState, persistence
 from forecast.errors import ConfigError
 from forecast.layers.normalization import ReversibleInstanceNorm
 from forecast.models import DataSpec, DLinear, DLinearConfig, build_model
@@ -54,7 +57,7 @@ def model(name: str, s: DataSpec, seed: int = 0, **options) -> torch.nn.Module:
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**16), affine=st.booleans(), width=st.integers(1, 3),
-       center=st.sampled_from(["mean", "last", "learned"]))
+       center=st.sampled_from(["mean", "last", "learned", "persistence"]))
 def test_denormalize_inverts_normalize_exactly(seed, affine, width, center):
     g = torch.Generator().manual_seed(seed)
     norm = ReversibleInstanceNorm(3, affine=affine, center=center).double()
@@ -62,7 +65,7 @@ def test_denormalize_inverts_normalize_exactly(seed, affine, width, center):
         with torch.no_grad():
             norm.weight.copy_(torch.rand(3, generator=g) + 0.5)
             norm.bias.copy_(torch.randn(3, generator=g))
-    if center == "learned":  # a trained mix, not the halfway point it starts at
+    if norm.center_logit is not None:  # a trained mix, not the point it starts at
         with torch.no_grad():
             norm.center_logit.copy_(torch.randn(3, generator=g) * 0.2)
     x = torch.randn(4, 20, 3, generator=g, dtype=torch.float64) * 50 + 1000
@@ -110,7 +113,8 @@ def test_revin_options_are_checked():
 
 @pytest.mark.parametrize("name, options", VARIANTS, ids=lambda v: str(v))
 @pytest.mark.parametrize("features", ["M", "MS"])
-@pytest.mark.parametrize("affine, center", [(False, "mean"), (True, "mean"), (False, "last"), (False, "learned")])
+@pytest.mark.parametrize("affine, center", [(False, "mean"), (True, "mean"), (False, "last"), (False, "learned"),
+                                            (False, "persistence")])
 def test_revin_forecasts_follow_a_shifted_and_scaled_window(name, options, features, affine, center):
     """f(a * x + b) == a * f(x) + b per variable: the forecast has no memory of the window's level or scale."""
     s = spec(features)
@@ -155,6 +159,40 @@ def test_the_learned_centre_starts_halfway_and_learns_towards_the_better_centre(
         torch.nn.functional.mse_loss(net(x, x_mark, y_mark), target).backward()
         optimizer.step()
     assert norm.weight_on_last().item() > 0.9  # without CENTER_LOGIT_SCALE it would stay below 0.6
+
+
+def test_the_persistence_statistic_matches_its_definition_and_tells_a_walk_from_noise():
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((60, 2)).cumsum(0)
+    seq_len, pred_len = 8, 3
+    numerator = denominator = np.zeros(2)
+    for start in range(60 - seq_len - pred_len + 1):  # the definition, window by window and step by step
+        window, future = values[start:start + seq_len], values[start + seq_len:start + seq_len + pred_len]
+        offset = window[-1] - window.mean(0)
+        numerator = numerator + (offset * (future - window.mean(0))).sum(0)
+        denominator = denominator + pred_len * offset**2
+    np.testing.assert_allclose(persistence(values, seq_len, pred_len), np.clip(numerator / denominator, 0, 1))
+    walk = rng.standard_normal((5000, 1)).cumsum(0)
+    noise = 3.0 + rng.standard_normal((5000, 1))
+    assert persistence(walk, 96, 24)[0] > 0.9 and persistence(noise, 96, 24)[0] < 0.05
+
+
+def test_the_persistence_centre_starts_at_the_training_windows_weights():
+    norm = ReversibleInstanceNorm(3, center="persistence", start=[0.0, 0.3, 1.0])
+    torch.testing.assert_close(norm.weight_on_last(), torch.tensor([0.02, 0.3, 0.98]))  # kept inside (0, 1)
+    assert torch.equal(ReversibleInstanceNorm(2, center="persistence").weight_on_last(), torch.full((2,), 0.5))
+    frame = pd.DataFrame({"date": pd.date_range("2024-01-01", periods=400, freq="h"),
+                          "walk": np.random.default_rng(1).standard_normal(400).cumsum(),
+                          "noise": np.random.default_rng(2).standard_normal(400)})
+    dm = WindowDataModule(frame, seq_len=32, label_len=16, pred_len=8, split=(0.7, 0.1, 0.2))
+    dm.setup()
+    train_rows = frame[["walk", "noise"]].to_numpy()[:280]
+    assert dm.persistence == pytest.approx(persistence(train_rows, 32, 8))  # fitted on the training rows only
+    assert FittedState.from_state_dict(dm.fitted.state_dict()).persistence == dm.persistence
+    net = model("informer", DataSpec.from_datamodule(dm), revin=True, revin_center="persistence",
+                channels="independent")
+    torch.testing.assert_close(net.revin.weight_on_last(),
+                               torch.tensor(dm.persistence, dtype=torch.float32).clamp(0.02, 0.98))
 
 
 def test_without_revin_a_model_is_not_invariant():

@@ -27,7 +27,7 @@ from torch.utils.data import DataLoader
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
-from forecast.data.fitted import ArrayOrTensor, FittedState, FutureBatch, fit_scaler
+from forecast.data.fitted import ArrayOrTensor, FittedState, FutureBatch, fit_scaler, persistence
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader, eval_sampler
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
@@ -275,7 +275,8 @@ class WindowDataModule(L.LightningDataModule):
         start, end = train_rows
         scaler = fit_scaler(series.values[start:end], series.input_columns, series.source)  # fit on [T_train, C]
         return FittedState(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, source.label,
-                           options, cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding, scaler)
+                           options, cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding, scaler,
+                           persistence(series.values[start:end], cfg.seq_len, cfg.pred_len))
 
     def _check_given_state(self, fitted: FittedState) -> None:
         """ConfigError unless a given fitted state has this module's window lengths and calendar encoding."""
@@ -373,6 +374,10 @@ class WindowDataModule(L.LightningDataModule):
     @property
     def season(self) -> int | None:
         return self.fitted.season
+
+    @property
+    def persistence(self) -> tuple[float, ...] | None:
+        return self.fitted.persistence
 
     @property
     def prepare_options(self) -> dict[str, Any]:

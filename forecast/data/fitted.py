@@ -101,6 +101,31 @@ def _scaler_from_state(state: Mapping[str, Any]) -> StandardScaler:
     return scaler
 
 
+def persistence(values: np.ndarray, seq_len: int, pred_len: int) -> tuple[float, ...]:
+    """Per variable, how much of a window's last offset from its mean persists over the horizon.
+
+    The least-squares weight ``w`` in ``future - mean = w * (last - mean)`` over every window of
+    ``values [T, C]`` (``mean`` of the ``seq_len`` inputs, ``last`` the last of them, ``future`` each
+    of the next ``pred_len`` values), clipped to ``[0, 1]``: near 1 for a random walk, whose last
+    value is its best forecast; near 0 for noise around a level, whose window mean is. Scale-free.
+    The ``persistence`` RevIN centre starts from it (:mod:`forecast.layers.normalization`).
+    """
+    values = np.asarray(values, dtype=np.float64)  # [T, C]
+    windows = values.shape[0] - seq_len - pred_len + 1
+    if windows < 1:
+        return tuple(0.5 for _ in range(values.shape[1]))
+    sums = np.concatenate([np.zeros((1, values.shape[1])), np.cumsum(values, axis=0)])  # [T + 1, C]
+    starts = np.arange(windows)
+    mean = (sums[starts + seq_len] - sums[starts]) / seq_len  # [N, C]
+    last = values[starts + seq_len - 1]  # [N, C]
+    future = (sums[starts + seq_len + pred_len] - sums[starts + seq_len]) / pred_len  # [N, C], mean over P
+    offset = last - mean
+    denominator = (offset * offset).sum(axis=0)
+    weight = np.divide((offset * (future - mean)).sum(axis=0), denominator, out=np.full(values.shape[1], 0.5),
+                       where=denominator > 0)
+    return tuple(float(w) for w in np.clip(weight, 0.0, 1.0))
+
+
 @dataclasses.dataclass(frozen=True)
 class FittedState:
     """The variables, frequency, reading options, window lengths and train-row scaler of a fit.
@@ -122,6 +147,8 @@ class FittedState:
     pred_len: int
     time_encoding: str
     scaler: StandardScaler
+    # Per input variable, :func:`persistence` over the training rows (None: a state saved before it existed).
+    persistence: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.input_columns) != self.scaler.n_features_in_:
@@ -258,6 +285,7 @@ class FittedState:
                 "spec": {"seq_len": self.seq_len, "label_len": self.label_len, "pred_len": self.pred_len,
                          "c_in": self.c_in, "c_out": self.c_out, "n_time_features": self.n_time_features,
                          "time_encoding": self.time_encoding, "time_feature_sizes": self.time_feature_sizes},
+                "persistence": list(self.persistence) if self.persistence is not None else None,
             },
             "scaler": {"columns": list(self.input_columns), **_scaler_state(self.scaler)},
         }
@@ -270,7 +298,8 @@ class FittedState:
             return cls(tuple(fitted["input_columns"]), tuple(fitted["output_columns"]), fitted["freq"],
                        fitted["dataset"], dict(fitted["prepare_options"]), int(spec["seq_len"]),
                        int(spec["label_len"]), int(spec["pred_len"]), spec.get("time_encoding", "timeF"),
-                       _scaler_from_state(state["scaler"]))
+                       _scaler_from_state(state["scaler"]),
+                       tuple(fitted["persistence"]) if fitted.get("persistence") is not None else None)
         except (KeyError, TypeError) as error:
             raise ConfigError(f"an incomplete fitted data state (missing {error}); it was not written by "
                               "FittedState.state_dict(). Fix: fit again.") from error

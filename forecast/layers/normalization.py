@@ -11,7 +11,10 @@ with ``center="last"``, its last value (as NLinear subtracts it): a network that
 then forecasts the last value, the floor a random walk such as an exchange rate is hard to beat.
 With ``center="learned"`` it is a learned per-variable point between the two,
 ``mean + sigmoid(a) * (last - mean)``, starting halfway: neither centre is best on every dataset
-(experiments/README.md), and one model should not need a choice per dataset. Output variables are the last ``C_out``
+(experiments/README.md), and one model should not need a choice per dataset. ``center="persistence"``
+is the same learned point started where the training windows put it (``start``: per variable, the
+least-squares share of the last value's offset that persists over the horizon,
+:func:`forecast.data.fitted.persistence`), since a weak gradient (an exchange rate's) moves it little. Output variables are the last ``C_out``
 inputs (the package's variable order), so un-normalizing reads the last ``C_out``
 statistics. The inverse is the exact inverse of the forward map; a Gaussian's scale
 maps with the absolute slope, and quantiles are taken after un-normalizing (a negative
@@ -20,6 +23,7 @@ learned weight would otherwise swap them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 import torch
@@ -35,8 +39,10 @@ __all__ = ["CENTERS", "Center", "ReversibleInstanceNorm", "WindowStats", "valida
 # The logit is this multiple of its parameter, so it moves as if its learning rate were that much larger.
 CENTER_LOGIT_SCALE = 20.0
 
-Center = Literal["mean", "last", "learned"]
-CENTERS: tuple[str, ...] = ("mean", "last", "learned")
+Center = Literal["mean", "last", "learned", "persistence"]
+CENTERS: tuple[str, ...] = ("mean", "last", "learned", "persistence")
+# The persistence centre's start is kept this far inside (0, 1), where the logit is finite and still moves.
+_START_MARGIN = 0.02
 
 
 def validate_revin_options(revin: object, revin_affine: object, revin_center: object = "mean") -> None:
@@ -63,18 +69,28 @@ class ReversibleInstanceNorm(nn.Module):
     ``std`` is ``sqrt(var + eps)`` (population variance), so a constant window maps to
     zeros instead of dividing by zero. ``affine`` adds a learned per-variable weight and
     bias in the normalized space (RevIN's optional affine). ``center``: subtract the
-    window's ``mean`` (RevIN), its ``last`` value, or a ``learned`` per-variable mix of the two.
+    window's ``mean`` (RevIN), its ``last`` value, or a per-variable mix of the two, ``learned`` from
+    halfway or from the ``persistence`` weights ``start`` of the training windows.
     """
 
-    def __init__(self, n_variables: int, affine: bool = False, eps: float = 1e-5, center: Center = "mean"):
+    def __init__(self, n_variables: int, affine: bool = False, eps: float = 1e-5, center: Center = "mean",
+                 start: Sequence[float] | None = None):
         super().__init__()
         self.n_variables = require_int("n_variables", n_variables, 1)
         self.eps = require_real("eps", eps, low=0, low_open=True)
         self.center = require_choice("center", center, CENTERS)
         self.weight = nn.Parameter(torch.ones(n_variables)) if affine else None
         self.bias = nn.Parameter(torch.zeros(n_variables)) if affine else None
-        # Each variable's weight on the last value is sigmoid(CENTER_LOGIT_SCALE * center_logit); 0 starts halfway.
-        self.center_logit = nn.Parameter(torch.zeros(n_variables)) if center == "learned" else None
+        # Each variable's weight on the last value is sigmoid(CENTER_LOGIT_SCALE * center_logit): 0 starts halfway,
+        # the persistence centre at the given start (halfway without one, e.g. a model built without data).
+        self.center_logit = None
+        if center in ("learned", "persistence"):
+            weights = torch.full((n_variables,), 0.5)
+            if center == "persistence" and start is not None:
+                if len(start) != n_variables:
+                    raise ConfigError(f"start has {len(start)} weights for {n_variables} variables")
+                weights = torch.tensor([float(w) for w in start]).clamp(_START_MARGIN, 1 - _START_MARGIN)
+            self.center_logit = nn.Parameter(torch.logit(weights) / CENTER_LOGIT_SCALE)
 
     def weight_on_last(self) -> Tensor:
         """Each variable's weight on the last value, ``[C_in]``: 0 for the mean, 1 for the last value."""

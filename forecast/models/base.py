@@ -25,6 +25,9 @@ class DataSpec:
     time_encoding: str = "timeF"
     time_feature_sizes: tuple[int, ...] | None = None
     season: int | None = None  # steps in the data's natural cycle, when known (DataSpec.from_datamodule)
+    # Per input variable, how much of a window's last offset persists over the horizon in the training
+    # windows (forecast.data.fitted.persistence): where the ``persistence`` RevIN centre starts.
+    persistence: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         # F = 0 is valid: yearly data has no calendar features.
@@ -40,6 +43,11 @@ class DataSpec:
             raise ConfigError(f"c_out={self.c_out} cannot exceed c_in={self.c_in}")
         require_choice("time_encoding", self.time_encoding, ("timeF", "fixed", "learned"))
         require_int("season", self.season, 1, optional=True)
+        if self.persistence is not None:
+            if len(self.persistence) != self.c_in or not all(0.0 <= float(w) <= 1.0 for w in self.persistence):
+                raise ConfigError(f"persistence={self.persistence!r}: one weight in [0, 1] per input variable "
+                                  f"(c_in={self.c_in}); take it from WindowDataModule.persistence")
+            object.__setattr__(self, "persistence", tuple(float(w) for w in self.persistence))
         if self.time_feature_sizes is not None:
             sizes = require_ints("time_feature_sizes", self.time_feature_sizes, 1, allow_empty=True)
             object.__setattr__(self, "time_feature_sizes", sizes)
@@ -61,6 +69,7 @@ class DataSpec:
             c_in=dm.c_in, c_out=dm.c_out, n_time_features=dm.n_time_features,
             time_encoding=dm.time_encoding,
             time_feature_sizes=tuple(sizes) if sizes is not None else None, season=dm.season,
+            persistence=dm.persistence,
         )
 
 

@@ -79,7 +79,8 @@ class DLinear(ForecastModel):
         super().__init__()
         config = config or DLinearConfig()
         self.spec, self.config = spec, config
-        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center)
+        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center,
+                                             start=spec.persistence)
                       if config.revin else None)
         self.seasonal = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
         self.trend = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)

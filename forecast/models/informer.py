@@ -119,7 +119,8 @@ class Informer(ForecastModel):
         # Per network sequence: the inputs it reads and the values it forecasts.
         n_inputs = spec.c_in - spec.c_out + 1 if independent else spec.c_in
         n_outputs = 1 if independent else spec.c_out
-        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center)
+        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center,
+                                             start=spec.persistence)
                       if config.revin else None)
         self.encoder_embedding = DataEmbedding(n_inputs, **embedding)
         self.decoder_embedding = DataEmbedding(n_inputs, **embedding)

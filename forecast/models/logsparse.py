@@ -226,7 +226,8 @@ class LogSparseTransformer(ForecastModel):
         self.n_outputs = 1 if independent else spec.c_out
         self.n_inputs = self.n_exogenous + 1 if independent else spec.c_in
         d_model = config.d_model
-        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center)
+        self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center,
+                                             start=spec.persistence)
                       if config.revin else None)
         self.value_embedding = nn.Linear(2 * self.n_inputs, d_model)
         self.time_embedding = time_embedding(
