@@ -246,7 +246,8 @@ def test_fit_help_lists_every_option_with_its_type(capsys):
         main(["fit", "--help"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--model.d_model", "--model.revin_center {mean,last,learned}", "--data.dataset", "--data.split",
+    for option in ("--model.d_model", "--model.revin_center {mean,last,learned,persistence}", "--data.dataset",
+                   "--data.split",
                    "--trainer.max_epochs", "--trainer.learning_rate", "--trainer.limit_val_batches", "--seed"):
         assert option in out, option
     assert "(type: int, default: 512)" in out  # Informer's d_model
