@@ -6,10 +6,10 @@ It also rewrites the main README's headline block: the detail tables of the ETTh
 reproduction settings (``HEADLINE_SETTINGS``).
 
 The same as ``forecast report --results-dir experiments/results --configs-dir experiments/configs
---published experiments/published.csv --readme experiments/README.md`` (see :mod:`forecast.report`): per dataset and feature mode, our mean MSE / MAE over
-seeds at each configured setting (``experiments/configs``) next to the published figures
-(``experiments/published.csv``), "not run" where a configured setting has no row yet;
-then every setting run in detail. Numbers are printed to 3 decimals, rounded half-even,
+--published experiments/published.csv --readme experiments/README.md`` (see :mod:`forecast.report`):
+per dataset and feature mode, our mean MSE / MAE over seeds at each configured setting
+(``experiments/configs``) next to the published figures (``experiments/published.csv``), "not run"
+where a configured setting has no row yet; then every setting run in detail. Numbers are printed to 3 decimals, rounded half-even,
 never in our favour.
 """
 
