@@ -9,8 +9,8 @@ The same as ``forecast report --results-dir experiments/results --configs-dir ex
 --published experiments/published.csv --readme experiments/README.md`` (see :mod:`forecast.report`):
 per dataset and feature mode, our mean MSE / MAE over seeds at each configured setting
 (``experiments/configs``) next to the published figures (``experiments/published.csv``), "not run"
-where a configured setting has no row yet; then every setting run in detail. Numbers are printed to 3 decimals, rounded half-even,
-never in our favour.
+where a configured setting has no row yet; then every setting run in detail. Numbers are printed to
+3 decimals, rounded half-even, never in our favour.
 """
 
 from __future__ import annotations
