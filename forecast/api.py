@@ -388,12 +388,12 @@ class Forecaster:
         fitted = datamodule.fitted
         model = build_model(self._model_name, DataSpec.from_datamodule(fitted), **self._model_options)
         module = self._new_module(model, fitted)
-        run_path = Path(run_dir) if run_dir is not None else None
-        resume = prepare_run_dir(run_path, self.config, fitted, split, resume) if run_path is not None else False
+        run_path, config = Path(run_dir) if run_dir is not None else None, self.config
+        resume = prepare_run_dir(run_path, config, fitted, split, resume) if run_path is not None else False
         run = fit_best(module, datamodule, self._training, run_path, callbacks=self._callbacks,
                        progress=self._progress, resume=resume)
         self._run = run
-        self._predictor = Predictor(module, fitted, self.config, split=split, datamodule=datamodule, data=data)
+        self._predictor = Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data)
         # under DDP one process saves
         if run_path is not None and (run.trainer is None or run.trainer.is_global_zero):
             self._predictor.save(run_path)
@@ -424,7 +424,7 @@ class Forecaster:
         predictor = self.predictor
         module = predictor.module
         if data is None:
-            datamodule = predictor._require_data("evaluate()")
+            datamodule = predictor.require_data("evaluate()")
             if windows != datamodule.test_split:
                 datamodule = datamodule.with_options(test_split=windows)
         else:
@@ -477,5 +477,5 @@ class Forecaster:
                          seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
                          quantiles=config["quantiles"], progress=config["progress"],
                          **config["model_options"], **training)
-        forecaster._predictor = Predictor.load(path, config, forecaster._model_options, forecaster._training)
+        forecaster._predictor = Predictor.load(path, config, forecaster._model_options, forecaster._new_module)
         return forecaster

@@ -17,7 +17,7 @@ import datetime
 import json
 import os
 import tempfile
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,6 @@ def private_rng(seed: int | None = None, device: torch.device | None = None) -> 
         yield
 
 
-
 def resolve_table(data: Table) -> Table:
     """A registered dataset name becomes its frame; frames, series and paths pass through."""
     if isinstance(data, str) and registry.find(data) is not None:
@@ -81,6 +80,7 @@ def _device_of(model: nn.Module) -> torch.device:
     if tensor is None:
         tensor = next(model.buffers(), None)
     return tensor.device if tensor is not None else torch.device("cpu")
+
 
 @contextlib.contextmanager
 def inference(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
@@ -238,7 +238,7 @@ class Predictor:
     def freq(self) -> str:
         return self.fitted_state.freq
 
-    def _require_data(self, action: str) -> WindowDataModule:
+    def require_data(self, action: str) -> WindowDataModule:
         if self.datamodule is None:
             raise ConfigError(
                 f"{action} needs the data the model was fitted on, and a loaded Forecaster holds none. Fix: "
@@ -250,7 +250,7 @@ class Predictor:
 
     def _future_input(self, df: Table | None) -> FutureBatch:
         if df is None:
-            return self._require_data("predict() without df").future_batch()
+            return self.require_data("predict() without df").future_batch()
         return self.fitted_state.future_batch(resolve_table(df))
 
     @property
@@ -311,7 +311,7 @@ class Predictor:
 
     def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
         """One dataset window as a batch of one, with its lookback and label+horizon timestamps."""
-        datamodule = self._require_data("a window of the data")
+        datamodule = self.require_data("a window of the data")
         dataset = datamodule.dataset(split)
         if not -len(dataset) <= window < len(dataset):
             raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
@@ -366,7 +366,7 @@ class Predictor:
             title = f"{self.model_name}: {split} window {window}"
         else:
             if df is None:
-                self._require_data("plot() without df")
+                self.require_data("plot() without df")
             future = self.predict(df)
             past = self._history(df, history if history is not None else self.fitted_state.seq_len)
             truth = None
@@ -416,9 +416,9 @@ class Predictor:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], config: Mapping[str, Any], model_options: Mapping[str, Any],
-             training: Any) -> Predictor:
+             new_module: Callable[[ForecastModel, FittedState], ForecastModule]) -> Predictor:
         """The predictor saved in ``path``, whose ``config.json`` holds ``config``; the model is built with
-        ``model_options`` and its module with the ``training`` settings (a TrainingConfig).
+        ``model_options`` and wrapped by ``new_module`` (the estimator's, with its training settings).
 
         The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
         pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`.
@@ -437,7 +437,5 @@ class Predictor:
             model.load_state_dict(state)
         except RuntimeError as error:
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not fit the model in {CONFIG_FILE}: {error}") from error
-        module = ForecastModule(model, loss=training.loss, learning_rate=training.learning_rate,
-                                lr_schedule=training.lr_schedule, weight_decay=training.weight_decay, fitted=fitted)
-        return cls(module, fitted, {k: v for k, v in config.items() if k not in ("fitted", "split")},
+        return cls(new_module(model, fitted), fitted, {k: v for k, v in config.items() if k not in ("fitted", "split")},
                    split=config.get("split"))

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -646,14 +646,6 @@ def device_description(trainer: L.Trainer | None = None) -> str:
                                       .startswith("CUDA")):
         return f"cuda:{torch.cuda.get_device_name(0)}"
     return f"cpu:{platform.processor() or platform.machine()}x{os.cpu_count()}"
-
-
-def config_dict(*configs: Any) -> dict[str, Any]:
-    """Dataclass configs merged into one flat dict (for logs and results rows)."""
-    merged: dict[str, Any] = {}
-    for config in configs:
-        merged.update(asdict(config))
-    return merged
 
 
 @contextlib.contextmanager
