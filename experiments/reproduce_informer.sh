@@ -8,32 +8,21 @@
 # Rows: experiments/results/ETTh1.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
-PAPER=(--model-option d_model=512 --model-option n_heads=8 --model-option e_layers=2
-       --model-option d_layers=1 --model-option d_ff=2048 --model-option dropout=0.05
-       --max-epochs 6 --patience 3 --batch-size 32 --learning-rate 1e-4 --lr-schedule halve)
+FORECAST=${FORECAST:-.venv/bin/forecast}
 SEEDS=${SEEDS:-"0 1 2"}
 BASELINE_SEEDS=${BASELINE_SEEDS:-0}
-M_PAPER=(--features M --seq-len 48 --label-len 48 --pred-len 24)
-M_COMMON=(--features M --seq-len 96 --label-len 48 --pred-len 24)
-S_PAPER=(--features S --seq-len 720 --label-len 168 --pred-len 24)
+ETTH1=experiments/configs/ETTh1  # the paper's settings: Informer2020 scripts/ETTh1.sh (M 48/48/24, S 720/168/24)
+COMMON=(--set data.seq_len=96 --set data.label_len=48)  # the common 96/48/24 protocol
 
-run() { "$PY" experiments/run.py --dataset ETTh1 --recipe paper "$@"; }
+run() { "$FORECAST" sweep --sweep experiments/benchmark.yaml --config "$@"; }
 
-for window in M_PAPER M_COMMON S_PAPER; do
-  declare -n args="$window"
-  run --model naive "${args[@]}"
-done
-for seed in $SEEDS; do
-  run --model informer "${M_PAPER[@]}" --seed "$seed" --model-option factor=3 "${PAPER[@]}"
-  run --model informer "${M_COMMON[@]}" --seed "$seed" --model-option factor=5 "${PAPER[@]}"
-done
-for seed in $BASELINE_SEEDS; do
-  run --model transformer "${M_PAPER[@]}" --seed "$seed" "${PAPER[@]}"
-  run --model transformer "${M_COMMON[@]}" --seed "$seed" "${PAPER[@]}"
-done
+run $ETTH1/naive_M_24.yaml
+run $ETTH1/naive_M_24.yaml "${COMMON[@]}"
+run $ETTH1/naive_S_24.yaml
+run $ETTH1/informer_M_24.yaml --seeds $SEEDS
+run $ETTH1/informer_M_24.yaml --seeds $SEEDS "${COMMON[@]}" --set model.factor=5
+run $ETTH1/transformer_M_24.yaml --seeds $BASELINE_SEEDS
+run $ETTH1/transformer_M_24.yaml --seeds $BASELINE_SEEDS "${COMMON[@]}"
 # S/720 costs several times more per step: one seed on CPU (SEEDS_S="0 1 2" with a GPU).
-for seed in ${SEEDS_S:-0}; do
-  run --model informer "${S_PAPER[@]}" --seed "$seed" --model-option factor=5 "${PAPER[@]}"
-  run --model transformer "${S_PAPER[@]}" --seed "$seed" "${PAPER[@]}"
-done
+run $ETTH1/informer_S_24.yaml --seeds ${SEEDS_S:-0}
+run $ETTH1/transformer_S_24.yaml --seeds ${SEEDS_S:-0}

@@ -7,22 +7,19 @@
 # Rows: experiments/results/ETTh1.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-.venv/bin/python}
+FORECAST=${FORECAST:-.venv/bin/forecast}
 SEEDS=${SEEDS:-"0 1 2"}
-SIZES=(--model-option d_model=64 --model-option n_heads=4 --model-option n_layers=3 --model-option d_ff=256
-       --model-option dropout=0.1 --model-option attention=logsparse --model-option qk_kernel_size=3
-       --max-epochs 6 --patience 3 --batch-size 32 --learning-rate 1e-4 --lr-schedule halve)
-M_PAPER=(--features M --seq-len 48 --label-len 48 --pred-len 24)
-S_PAPER=(--features S --seq-len 720 --label-len 168 --pred-len 24)
+ETTH1=experiments/configs/ETTh1
+M_PAPER=(--set data.features=M --set data.seq_len=48 --set data.label_len=48 --set data.pred_len=24)
+S_PAPER=(--set data.features=S --set data.seq_len=720 --set data.label_len=168 --set data.pred_len=24)
 
-run() { "$PY" experiments/run.py --dataset ETTh1 --recipe paper "$@"; }
+run() { "$FORECAST" sweep --sweep experiments/benchmark.yaml --config "$@"; }
 
-run --model seasonal_naive "${S_PAPER[@]}" --model-option season_length=24
-run --model seasonal_naive "${M_PAPER[@]}" --model-option season_length=24
-for seed in $SEEDS; do
-  run --model logsparse "${M_PAPER[@]}" --seed "$seed" "${SIZES[@]}"
-done
+# The seasonal naive floor: a day of the hourly series, on the same windows.
+run experiments/long_horizon/ETTh1/seasonal_naive_M_96.yaml "${S_PAPER[@]}"
+run experiments/long_horizon/ETTh1/seasonal_naive_M_96.yaml "${M_PAPER[@]}"
+run $ETTH1/logsparse_M_24.yaml --seeds $SEEDS
 for seed in ${SEEDS_S:-0}; do
-  run --model logsparse "${S_PAPER[@]}" --seed "$seed" "${SIZES[@]}"
-  run --model logsparse "${S_PAPER[@]}" --seed "$seed" "${SIZES[@]}" --model-option head=gaussian
+  run $ETTH1/logsparse_S_24.yaml --seeds "$seed"
+  run $ETTH1/logsparse_S_24.yaml --seeds "$seed" --set model.head=gaussian
 done

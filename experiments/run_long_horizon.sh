@@ -11,7 +11,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FORECAST=${FORECAST:-.venv/bin/forecast}
-PY=${PYTHON:-.venv/bin/python}
 WORKERS=${WORKERS:-1}
 SEEDS_ETTH1=${SEEDS_ETTH1:-"0 1 2"}
 SEEDS_OTHER=${SEEDS_OTHER:-0}
@@ -38,6 +37,8 @@ for dataset in ${ALL#ETTh1 }; do
 done
 sweep ETTh1 "$SEEDS_ETTH1" informer-paper
 
-GAUSSIAN=(--model logsparse --recipe improved --model-option head=gaussian --dataset ETTh1)
-"$PY" experiments/run.py "${GAUSSIAN[@]}" --features S --seq-len 720 --label-len 168 --pred-len 24
-"$PY" experiments/run.py "${GAUSSIAN[@]}" --features M --seq-len 96 --label-len 48 --pred-len 96
+# LogSparse's Gaussian head in the improved recipe, at the two calibration settings.
+GAUSSIAN=(--config experiments/long_horizon/ETTh1/logsparse_M_96.yaml --set model.head=gaussian)
+"$FORECAST" sweep --sweep experiments/long_horizon.yaml "${GAUSSIAN[@]}" \
+  --set data.features=S --set data.seq_len=720 --set data.label_len=168 --set data.pred_len=24
+"$FORECAST" sweep --sweep experiments/long_horizon.yaml "${GAUSSIAN[@]}"

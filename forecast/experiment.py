@@ -1,6 +1,6 @@
 """One benchmark experiment: train (or resume), test every window, append one results row.
 
-This is the runner behind ``experiments/run.py`` and ``forecast sweep``. An
+This is the runner behind ``forecast sweep``. An
 :class:`Experiment` names a dataset, a registered model with its options, the window and
 the training recipe; :func:`run_experiment` trains it with :meth:`Forecaster.fit
 <forecast.Forecaster.fit>` (the one recipe, :func:`forecast.training.fit_best`) with a checkpoint
@@ -13,7 +13,7 @@ skipped, so repeating a command, a script or a sweep continues where it stopped.
 The key of a row (:data:`forecast.results.KEY`) is the dataset, model, features, window,
 seed, the recipe's name (:mod:`forecast.recipes`), the model options (the recipe's and
 those given) and the training settings that differ from the TrainingConfig defaults, both
-as sorted JSON. The run folder is named after the same key, so ``experiments/run.py``,
+as sorted JSON. The run folder is named after the same key, so
 ``forecast sweep`` and ``forecast fit`` share checkpoints for the same run, and a smoke run
 (``max_epochs=1``) never stands for the real one.
 """

@@ -335,7 +335,7 @@ def stopped_by_sigterm(stop: SystemExit) -> bool:
 
     That exception is a ``SystemExit`` without a code: a command that lets it through exits
     with status 0 as if its run had finished, and a ``set -e`` script or a scheduler goes on
-    to the next run. The commands (``forecast``, ``experiments/run.py``) catch it and exit
+    to the next run. The ``forecast`` commands catch it and exit
     with :data:`SIGTERM_EXIT_STATUS` instead; the same command then resumes the run.
     """
     return isinstance(stop, SIGTERMException)

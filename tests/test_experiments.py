@@ -87,20 +87,22 @@ def test_append_row_rejects_incomplete_rows(tmp_path):
     assert not (tmp_path / "r.csv").exists()
 
 
-def test_runner_writes_a_complete_row_and_skips_finished_runs(tmp_path):
+def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
+    from forecast.cli import main
+
     rows = 300
     t = np.arange(rows)
     csv = tmp_path / "toy.csv"
     pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
                   "a": np.sin(t / 5.0), "OT": np.cos(t / 7.0) + 5}).to_csv(csv, index=False)
-    results = tmp_path / "results.csv"
-    args = ["--dataset", str(csv), "--model", "informer", "--features", "MS",
-            "--seq-len", "24", "--label-len", "12", "--pred-len", "6", "--seed", "3",
-            "--model-option", "d_model=16", "--model-option", "n_heads=2",
-            "--model-option", "d_ff=16", "--max-epochs", "2", "--batch-size", "16",
-            "--results", str(results), "--runs-dir", str(tmp_path / "runs")]
-    run = load_script("run")
-    assert run.main(args) == 0
+    data = {"dataset": str(csv), "features": "MS", "seq_len": 24, "label_len": 12, "pred_len": 6}
+    informer, seasonal = tmp_path / "informer.yaml", tmp_path / "seasonal.yaml"
+    informer.write_text(yaml.safe_dump({"model": {"name": "informer", "d_model": 16, "n_heads": 2, "d_ff": 16},
+                                        "data": {**data, "batch_size": 16}, "trainer": {"max_epochs": 2}}))
+    seasonal.write_text(yaml.safe_dump({"model": {"name": "seasonal_naive", "season_length": 12}, "data": data}))
+    folders = ["--results_dir", str(tmp_path / "results"), "--runs_dir", str(tmp_path / "runs")]
+    results = tmp_path / "results" / "toy.csv"
+    assert main(["sweep", "--config", str(informer), "--seeds", "3", *folders]) == 0
     frame = read_results(results)
     assert len(frame) == 1
     first = frame.iloc[0]
@@ -112,17 +114,15 @@ def test_runner_writes_a_complete_row_and_skips_finished_runs(tmp_path):
         **get_recipe("improved").training, "max_epochs": 2, "batch_size": 16}
     assert 0 < float(first.val_loss) < 10  # the best epoch's validation loss, what settings are chosen on
     assert np.isfinite([first.mse, first.mae, first.mse_orig, first.mae_orig]).all()
-    assert first.command.startswith("python experiments/run.py --dataset")
+    assert first.command.startswith(f"forecast sweep --config {informer} --seeds 3 --results-dir ")
     assert list((tmp_path / "runs").glob("*/checkpoints/last.ckpt"))
     # Its curves go to a CSV log whatever is installed (Lightning's default is TensorBoard's when it can be).
     (log,) = (tmp_path / "runs").glob("*/lightning_logs/version_0/metrics.csv")
     assert pd.read_csv(log)["val_loss"].notna().sum() == 2
     assert np.isnan(first["rho_risk_0.5"]) and np.isnan(first["coverage_0.8"])  # a point forecast has none
-    assert run.main(args) == 0  # finished: skipped, no second row
+    assert main(["sweep", "--config", str(informer), "--seeds", "3", *folders]) == 0  # finished: skipped
     assert len(read_results(results)) == 1
-    seasonal = [*args[:args.index("--model") + 1], "seasonal_naive", *args[args.index("--features"):args.index("--seed")],
-                "--model-option", "season_length=12", "--results", str(results), "--runs-dir", str(tmp_path / "runs")]
-    assert run.main(seasonal) == 0
+    assert main(["sweep", "--config", str(seasonal), *folders]) == 0
     probabilistic = read_results(results).iloc[1]
     assert probabilistic.model == "seasonal_naive" and probabilistic.epochs == 0
     values = [float(probabilistic[c]) for c in ("rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "coverage_0.8")]
@@ -246,11 +246,11 @@ def test_registry_sizes_agree_with_the_data_and_configs_forecast_on_it():
         assert forecast.shape == (2, 24, 7) and torch.isfinite(forecast).all()
 
 
-def test_configs_share_keys_and_run_folders_with_the_informer_reproduction():
-    """The ETTh1 configs name the runs reproduce_informer.sh makes, so the report finds them."""
+def test_configs_share_keys_and_run_folders_with_the_runners_rows():
+    """The ETTh1 configs name the runs the retired experiments/run.py made, so their committed rows are found."""
     from forecast.config import load_config
 
-    run = load_script("run")
+    legacy = load_script("migrate_results").legacy_runner_experiment
     paper = ["--model-option", "d_model=512", "--model-option", "n_heads=8", "--model-option", "e_layers=2",
              "--model-option", "d_layers=1", "--model-option", "d_ff=2048", "--model-option", "dropout=0.05",
              "--max-epochs", "6", "--patience", "3", "--batch-size", "32", "--learning-rate", "1e-4"]
@@ -261,8 +261,7 @@ def test_configs_share_keys_and_run_folders_with_the_informer_reproduction():
              ("transformer_M_24", ["--model", "transformer", "--features", "M", "--seq-len", "48",
                                    "--label-len", "48"])]
     for name, args in cases:
-        script = run.experiment_from_args(run.parse_args(["--dataset", "ETTh1", "--recipe", "paper", "--pred-len", "24",
-                                                          *args, *paper]))
+        script = legacy(["--dataset", "ETTh1", "--recipe", "paper", "--pred-len", "24", *args, *paper])
         configured = load_config(CONFIGS / "ETTh1" / f"{name}.yaml").experiment()
         assert configured.key() == script.key() and configured.run_name() == script.run_name()
         assert configured.training == script.training

@@ -12,10 +12,8 @@ status 143 (not 0, which a script would take for a finished run).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -46,17 +44,6 @@ WINDOW = dict(seq_len=24, label_len=12, pred_len=6)
 MODEL = dict(d_model=16, n_heads=2, d_ff=16, e_layers=2, d_layers=1, factor=2, dropout=0.1)
 TRAINING = dict(max_epochs=2, patience=3, batch_size=16, learning_rate=1e-3)
 EVERY_N_STEPS = 4  # the API run also checkpoints mid-epoch: it resumes from step 16
-RUNNER_ARGS = ["--model", "informer", "--features", "M", "--seq-len", "24", "--label-len", "12",
-               "--pred-len", "6", "--seed", "0", "--max-epochs", "2", "--patience", "3",
-               "--batch-size", "16", "--learning-rate", "0.001",
-               *[arg for name, value in MODEL.items() for arg in ("--model-option", f"{name}={value}")]]
-
-
-def load_runner():
-    spec = importlib.util.spec_from_file_location("run", ROOT / "experiments" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_config(path: Path, model: str, csv: Path, model_options: dict) -> Path:
@@ -170,9 +157,6 @@ def killed(tmp_path_factory) -> dict:
     for name, (output, status) in run_scripts(commands, root).items():
         assert status == -signal.SIGKILL, f"{name} was not killed:\n{output[-4000:]}"
         outputs[name] = output
-    # The sweep and experiments/run.py share run folders: a copy of the killed sweep's runs
-    # lets the runner resume the same killed run independently of the sweep.
-    shutil.copytree(root / "sweep_runs", root / "runner")
     return {"root": root, "csv": csv, "api_options": api_options, "configs": configs,
             "append_csv": results_csv, "finished_row": finished_row, "outputs": outputs}
 
@@ -199,36 +183,18 @@ def test_api_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(killed):
 
 
 @pytest.fixture(scope="module")
-def runner_reference(killed) -> pd.Series:
-    """The row of the same runner command, never interrupted."""
+def sweep_reference(killed) -> pd.Series:
+    """The row of the same sweep run, never interrupted."""
     root = killed["root"]
-    runner = load_runner()
-    assert runner.main(["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner_reference"),
-                        "--results", str(root / "runner_reference.csv")]) == 0
-    return read_results(root / "runner_reference.csv").iloc[0]
+    assert cli_main(["sweep", "--config", str(killed["configs"][1]), "--results_dir", str(root / "reference_results"),
+                     "--runs_dir", str(root / "reference_runs")]) == 0
+    return read_results(root / "reference_results" / "toy.csv").iloc[0]
 
 
 METRIC_COLUMNS = ["mse", "mae", "mse_orig", "mae_orig", "n_test_windows", "epochs", "best_epoch"]
 
 
-def test_runner_killed_mid_epoch_resumes_from_last_ckpt_to_the_same_row(killed, runner_reference):
-    root = killed["root"]
-    (run_dir,) = (path for path in (root / "runner").iterdir() if "model=informer" in path.name)
-    saved = checkpoint_state(last_checkpoint(run_dir))
-    # Per-epoch checkpoints only: the run resumes from the end of epoch 0 and replays epoch 1.
-    assert saved["global_step"] == STEPS_PER_EPOCH and not (root / "runner.csv").exists()
-    runner = load_runner()
-    assert runner.main(["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner"),
-                        "--results", str(root / "runner.csv")]) == 0
-    rows = read_results(root / "runner.csv")
-    assert len(rows) == 1
-    assert rows.iloc[0][METRIC_COLUMNS].tolist() == runner_reference[METRIC_COLUMNS].tolist()
-    (reference_dir,) = (root / "runner_reference").iterdir()
-    final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
-    assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
-
-
-def test_killed_sweep_keeps_finished_rows_and_resumes_where_it_stopped(killed, runner_reference):
+def test_killed_sweep_keeps_finished_rows_and_resumes_where_it_stopped(killed, sweep_reference):
     root = killed["root"]
     results = root / "sweep_results" / "toy.csv"
     # The naive run finished before the informer run was killed: its row is whole and alone.
@@ -243,8 +209,8 @@ def test_killed_sweep_keeps_finished_rows_and_resumes_where_it_stopped(killed, r
     assert [run.experiment.model for run in summary.ran] == ["informer"]
     rows = read_results(results)
     assert rows["model"].tolist() == ["naive", "informer"]
-    # The resumed sweep run ends where the uninterrupted runner run (same experiment) ended.
-    assert rows.iloc[1][METRIC_COLUMNS].tolist() == runner_reference[METRIC_COLUMNS].tolist()
+    # The resumed sweep run ends where the uninterrupted one ended.
+    assert rows.iloc[1][METRIC_COLUMNS].tolist() == sweep_reference[METRIC_COLUMNS].tolist()
     assert run_sweep(spec).skipped and len(read_results(results)) == 2  # nothing left to run
 
 
@@ -274,17 +240,15 @@ def test_resume_refuses_a_damaged_checkpoint(tmp_path, killed):
 
 @pytest.fixture(scope="module")
 def terminated(killed) -> dict:
-    """The runner, `forecast fit` and `forecast sweep`, each sent SIGTERM at step 17 (at once, subprocesses)."""
+    """`forecast fit` and `forecast sweep`, each sent SIGTERM at step 17 (at once, subprocesses)."""
     root = killed["root"]
-    runner_args = ["--dataset", str(killed["csv"]), *RUNNER_ARGS, "--runs-dir", str(root / "runner_term"),
-                   "--results", str(root / "runner_term.csv")]
     fit_args = ["fit", "--config", str(killed["configs"][1]), "--run_dir", str(root / "fit_term")]
     sweep_args = ["sweep", "--config", str(killed["configs"][1]), "--results-dir", str(root / "sweep_term_results"),
                   "--runs-dir", str(root / "sweep_term_runs")]
-    commands = {"runner": ["runner", *runner_args], "fit": ["cli", *fit_args], "sweep": ["cli", *sweep_args]}
+    commands = {"fit": ["cli", *fit_args], "sweep": ["cli", *sweep_args]}
     term = ["--kill-at-step", str(KILL_AT_STEP), "--signal", "TERM"]
     stopped = run_scripts({name: [*term, *args] for name, args in commands.items()}, root)
-    return {"root": root, "runner_args": runner_args, "fit_args": fit_args, "sweep_args": sweep_args,
+    return {"root": root, "fit_args": fit_args, "sweep_args": sweep_args,
             "stopped": stopped}
 
 
@@ -297,22 +261,6 @@ def assert_stopped_at_the_kill_step(terminated: dict, name: str, run_dir: Path) 
     assert checkpoint_state(last_checkpoint(run_dir))["global_step"] == KILL_AT_STEP, output[-4000:]
 
 
-def test_runner_stopped_by_sigterm_saves_that_step_and_resumes_to_the_same_row(terminated, runner_reference):
-    root = terminated["root"]
-    (run_dir,) = (root / "runner_term").iterdir()
-    assert_stopped_at_the_kill_step(terminated, "runner", run_dir)
-    assert not (root / "runner_term.csv").exists()
-    trained_before_the_stop = checkpoint_state(last_checkpoint(run_dir))["callbacks"]["TrainClock"]["seconds"]
-    assert load_runner().main(terminated["runner_args"]) == 0
-    rows = read_results(root / "runner_term.csv")
-    assert rows.iloc[0][METRIC_COLUMNS].tolist() == runner_reference[METRIC_COLUMNS].tolist()
-    assert rows.iloc[0]["train_seconds"] >= round(trained_before_the_stop, 1) > 0
-    (reference_dir,) = (root / "runner_reference").iterdir()
-    final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
-    assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
-    assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
-
-
 def test_forecast_fit_stopped_by_sigterm_exits_143_and_the_same_command_finishes_it(terminated):
     run_dir = terminated["root"] / "fit_term"
     assert_stopped_at_the_kill_step(terminated, "fit", run_dir)
@@ -322,14 +270,20 @@ def test_forecast_fit_stopped_by_sigterm_exits_143_and_the_same_command_finishes
     assert (run_dir / "model.pt").is_file()
 
 
-def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_runners_row(terminated, runner_reference):
+def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_same_row(terminated, sweep_reference):
     root = terminated["root"]
     (run_dir,) = (root / "sweep_term_runs").iterdir()
     assert_stopped_at_the_kill_step(terminated, "sweep", run_dir)
     assert not (root / "sweep_term_results" / "toy.csv").exists()
+    trained_before_the_stop = checkpoint_state(last_checkpoint(run_dir))["callbacks"]["TrainClock"]["seconds"]
     assert cli_main(terminated["sweep_args"]) == 0
     (row,) = read_results(root / "sweep_term_results" / "toy.csv").itertuples(index=False)
-    assert [getattr(row, column) for column in METRIC_COLUMNS] == runner_reference[METRIC_COLUMNS].tolist()
+    assert [getattr(row, column) for column in METRIC_COLUMNS] == sweep_reference[METRIC_COLUMNS].tolist()
+    assert row.train_seconds >= round(trained_before_the_stop, 1) > 0
+    (reference_dir,) = (root / "reference_runs").iterdir()
+    final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
+    assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
+    assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
 
 
 def test_train_clock_keeps_the_time_before_a_mid_epoch_checkpoint():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -150,23 +149,6 @@ def test_sweep_file_and_flags_combine(sweep_dirs, tmp_path, capsys):
     sweep_file.write_text("modles: [naive]\n")
     with pytest.raises(ConfigError, match="unknown sweep option"):
         SweepSpec.from_file(sweep_file)
-
-
-def test_sweep_and_experiments_run_py_share_row_keys_and_run_folders(sweep_dirs):
-    """A sweep resumes what experiments/run.py started (and the other way round)."""
-    spec = importlib.util.spec_from_file_location("run_script", ROOT / "experiments" / "run.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    run = next(run for run in plan_sweep(sweep_dirs.updated(models=["informer"], seeds=[2])))
-    options = [arg for key, value in run.experiment.model_options.items()
-               for arg in ("--model-option", f"{key}={json.dumps(value)}")]
-    training = ["--max-epochs", "2", "--learning-rate", "1e-3", "--patience", "5"]  # the config's trainer section
-    args = script.parse_args(["--dataset", run.config.dataset, "--model", "informer", "--features", "M",
-                              "--seq-len", "16", "--label-len", "8", "--pred-len", "4", "--seed", "2", *options,
-                              *training])
-    from_script = script.experiment_from_args(args)
-    assert from_script.key() == run.experiment.key()
-    assert from_script.run_name() == run.experiment.run_name()
 
 
 def run_ids(runs) -> list[tuple[str, int]]:

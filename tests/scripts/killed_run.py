@@ -1,7 +1,6 @@
 """Start a run and SIGKILL (or SIGTERM) this process at a chosen training step (or mid-write), for tests/test_resume.py.
 
     python tests/scripts/killed_run.py --kill-at-step N api CSV RUN_DIR OPTIONS_JSON
-    python tests/scripts/killed_run.py --kill-at-step N runner ARG...     # experiments/run.py's arguments
     python tests/scripts/killed_run.py --kill-at-step N cli ARG...        # the forecast command's arguments
     python tests/scripts/killed_run.py --kill-at-step N sweep RESULTS_DIR RUNS_DIR CONFIG...
     python tests/scripts/killed_run.py append CSV ROW_JSON                  # killed inside append_row
@@ -17,14 +16,10 @@ as when a scheduler or a session ends a job. Without ``--kill-at-step`` the run 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import signal
 import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def die(kill_signal: signal.Signals = signal.SIGKILL) -> None:
@@ -54,7 +49,7 @@ def run_api(args: argparse.Namespace) -> None:
 
 
 def kill_every_trainer(args: argparse.Namespace) -> None:
-    """Give every Trainer that the recipe builds (for the API, the runner and the sweep) the kill callback."""
+    """Give every Trainer that the recipe builds (for the API, `forecast fit` and the sweep) the kill callback."""
     import forecast.training
 
     build_trainer = forecast.training.build_trainer
@@ -64,14 +59,6 @@ def kill_every_trainer(args: argparse.Namespace) -> None:
         return build_trainer(config, run_dir, callbacks=[*(callbacks or []), *killer], **overrides)
 
     forecast.training.build_trainer = with_killer
-
-
-def run_runner(args: argparse.Namespace) -> None:
-    kill_every_trainer(args)
-    spec = importlib.util.spec_from_file_location("run", ROOT / "experiments" / "run.py")
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
-    sys.exit(runner.main(args.rest))
 
 
 def run_cli(args: argparse.Namespace) -> None:
@@ -109,8 +96,6 @@ def main() -> None:
     api.add_argument("run_dir")
     api.add_argument("options")
     api.set_defaults(run=run_api)
-    runner = modes.add_parser("runner")  # the rest of the command line is experiments/run.py's
-    runner.set_defaults(run=run_runner)
     cli = modes.add_parser("cli")  # the rest of the command line is the forecast command's
     cli.set_defaults(run=run_cli)
     sweep = modes.add_parser("sweep")
@@ -123,7 +108,7 @@ def main() -> None:
     append.add_argument("row")
     append.set_defaults(run=run_append)
     args, rest = parser.parse_known_args()
-    if rest and args.mode not in ("runner", "cli"):
+    if rest and args.mode != "cli":
         parser.error(f"unrecognized arguments: {rest}")
     args.rest = rest
     args.kill_signal = signal.Signals[f"SIG{args.signal}"]
