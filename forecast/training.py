@@ -154,6 +154,10 @@ class EpochLog(Callback):
         self._windows = 0.0
         self._learning_rate = math.nan
 
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # A run resumed mid-epoch gets no on_train_epoch_start for that epoch: its clock starts here.
+        self.on_train_epoch_start(trainer, pl_module)
+
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._started, self._loss_sum, self._windows = self._timer(), 0.0, 0.0
         # Read now: the epoch's scheduler step comes before on_train_epoch_end.

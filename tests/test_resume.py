@@ -32,7 +32,7 @@ from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader
 from forecast.errors import ConfigError
 from forecast.results import COLUMNS, read_results
 from forecast.sweep import SweepSpec, plan_sweep, run_sweep
-from forecast.training import SIGTERM_EXIT_STATUS, TrainClock, last_checkpoint
+from forecast.training import SIGTERM_EXIT_STATUS, EpochLog, TrainClock, last_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "scripts" / "killed_run.py"
@@ -284,6 +284,22 @@ def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_same_row
     final, expected = (checkpoint_state(path / "checkpoints" / "last.ckpt") for path in (run_dir, reference_dir))
     assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
     assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
+
+
+def test_epoch_log_times_an_epoch_resumed_midway_from_the_resume():
+    """Lightning calls no on_train_epoch_start for the epoch a run resumes in the middle of."""
+    from types import SimpleNamespace
+
+    now = [5000.0]  # the process's clock, long past zero
+    log = EpochLog(timer=lambda: now[0])
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.25)
+    trainer = SimpleNamespace(optimizers=[optimizer], callback_metrics={"val_loss": torch.tensor(0.5)},
+                              current_epoch=1, is_global_zero=True)
+    log.on_train_start(trainer, None)
+    now[0] += 7.0
+    log.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, {"x": torch.zeros(4, 3, 1)}, 0)
+    log.on_train_epoch_end(trainer, None)
+    assert log.frame().iloc[0].tolist() == [1, 2.0, 0.5, 0.25, 7.0]
 
 
 def test_train_clock_keeps_the_time_before_a_mid_epoch_checkpoint():
