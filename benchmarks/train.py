@@ -296,7 +296,7 @@ class Trainer:
         self.setting, self.variant = setting, variant
         datamodule = _datamodule(setting, variant, drop_last=drop_last, seed=seed)
         self.batches = Batches(_train_loader(setting, variant, datamodule))
-        self.spec = DataSpec.from_datamodule(datamodule)
+        self.spec = DataSpec.from_fitted(datamodule.fitted)
         self.model = _build_model(setting, model_name, self.spec, seed, size, variant.model_options)
         self.model.train()
         parameters = list(self.model.parameters())
@@ -461,7 +461,7 @@ def measure_inference(setting: Setting, model_name: str, variants: Sequence[str]
     """Eval-mode forward latency under ``torch.inference_mode``, per variant and batch size, interleaved."""
     from forecast.models import DataSpec
 
-    spec = DataSpec.from_datamodule(_datamodule(setting, Variant("spec")))
+    spec = DataSpec.from_fitted(_datamodule(setting, Variant("spec")).fitted)
     model = _build_model(setting, model_name, spec, setting.seed).eval()
     compiled = None
     inputs = {size: _first_windows(setting, size) for size in batches}

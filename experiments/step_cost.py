@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             datamodule = WindowDataModule(config.dataset, **{k: config.data[k] for k in (
                 "seq_len", "label_len", "pred_len", "features", "target")})
             datamodule.setup("fit")
-            spec = DataSpec.from_datamodule(datamodule)
+            spec = DataSpec.from_fitted(datamodule.fitted)
             model = build_model(experiment.model, spec, **experiment.model_options).train()
             seconds = step_seconds(model, spec, experiment.training.batch_size, args.steps)
             windows = len(datamodule.train_dataset)

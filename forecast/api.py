@@ -386,7 +386,7 @@ class Forecaster:
         datamodule = self._new_datamodule(data, split)
         datamodule.setup()
         fitted = datamodule.fitted
-        model = build_model(self._model_name, DataSpec.from_datamodule(fitted), **self._model_options)
+        model = build_model(self._model_name, DataSpec.from_fitted(fitted), **self._model_options)
         module = self._new_module(model, fitted)
         run_path, config = Path(run_dir) if run_dir is not None else None, self.config
         resume = prepare_run_dir(run_path, config, fitted, split, resume) if run_path is not None else False
@@ -425,7 +425,7 @@ class Forecaster:
         module = predictor.module
         if data is None:
             datamodule = predictor.require_data("evaluate()")
-            if windows != datamodule.test_split:
+            if windows != datamodule.config.test_split:
                 datamodule = datamodule.with_options(test_split=windows)
         else:
             datamodule = self._new_datamodule(data, split if split is not None else predictor.split, test_split=windows,

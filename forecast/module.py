@@ -20,8 +20,9 @@ import torchmetrics
 from torch import nn
 
 from forecast.checks import require_choice, require_int, require_real
-from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.data.datamodule import WindowDataModule
 from forecast.data.fitted import FittedState
+from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
 from forecast.models.base import ForecastModel, horizon_target
 
@@ -118,8 +119,8 @@ class ForecastModule(L.LightningModule):
         """The fitted data state: the one given, else the trainer's datamodule's (None without either)."""
         if self.fitted is not None or self._trainer is None:
             return self.fitted
-        fitted = getattr(self._trainer.datamodule, "fitted", None)
-        return fitted if isinstance(fitted, FittedState) else None
+        datamodule = self._trainer.datamodule
+        return datamodule.fitted if isinstance(datamodule, WindowDataModule) else None
 
     def to_original(self, values: torch.Tensor) -> torch.Tensor | None:
         """Un-standardize ``[..., C_out]`` values; ``None`` when no fitted data state is known."""
@@ -130,15 +131,14 @@ class ForecastModule(L.LightningModule):
         """Shape the test accumulators ``[P, C_out]`` from the datamodule before the first batch.
 
         Under DDP the accumulators' states are summed across processes, which needs every
-        process's states shaped alike even before (or without) a batch. Without a
-        datamodule that knows ``pred_len`` and ``c_out`` they shape themselves on their
-        first batch (fine on one process).
+        process's states shaped alike even before (or without) a batch. Without a fitted
+        data state (given or the datamodule's) they shape themselves on their first batch
+        (fine on one process).
         """
-        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer else None
-        horizon, n_variables = getattr(datamodule, "pred_len", None), getattr(datamodule, "c_out", None)
-        if not (isinstance(horizon, int) and isinstance(n_variables, int)):
+        fitted = self._fitted_state()
+        if fitted is None:
             return
-        shape = dict(horizon=horizon, n_variables=n_variables)
+        shape = dict(horizon=fitted.pred_len, n_variables=fitted.c_out)
         self.test_errors = nn.ModuleDict({
             scale: MetricAccumulator(metric.zeros, metric.eps, **shape) for scale, metric in self.test_errors.items()})
         self.test_quantiles = nn.ModuleDict({
@@ -270,8 +270,8 @@ class ForecastModule(L.LightningModule):
         if windows is not None:
             served = windows[self._predict_offset:self._predict_offset + pred.shape[0]]
             out["window"] = torch.tensor(served, dtype=torch.long)
-            datamodule = getattr(self._trainer, "datamodule", None) if self._trainer else None
-            if datamodule is not None and hasattr(datamodule, "forecast_timestamps"):
-                out["timestamps"] = datamodule.forecast_timestamps(datamodule.predict_split)[served]  # [B, P]
+            datamodule = self._trainer.datamodule if self._trainer else None
+            if isinstance(datamodule, WindowDataModule):
+                out["timestamps"] = datamodule.forecast_timestamps(datamodule.config.predict_split)[served]  # [B, P]
         self._predict_offset += pred.shape[0]
         return out

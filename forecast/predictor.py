@@ -428,7 +428,7 @@ class Predictor:
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
         fitted = FittedState.from_state_dict({"fitted": config["fitted"], "scaler": read_json(directory / SCALER_FILE)})
         with private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
-            model = build_model(config["model"], DataSpec.from_datamodule(fitted), **model_options)
+            model = build_model(config["model"], DataSpec.from_fitted(fitted), **model_options)
         state = load_checkpoint(directory / WEIGHTS_FILE)  # refuses pickled code and damaged files
         if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
             raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster "

@@ -466,7 +466,7 @@ def test_sampling_models_get_seeded_quantiles_without_touching_the_global_rng(fr
     with torch.random.fork_rng():
         torch.manual_seed(fc.seed)
         noise = torch.randn(200, 1, PRED_LEN, 1).numpy()  # [S, B, P, C_out]
-    scale = fc.datamodule.scaler.scale_[-1]
+    scale = fc.datamodule.fitted.scaler.scale_[-1]
     for level in (0.25, 0.75):
         expected = future["OT"] + scale * np.quantile(noise, level, axis=0)[0, :, 0]
         np.testing.assert_allclose(future[f"OT_q{level}"], expected, rtol=1e-6)

@@ -102,7 +102,7 @@ def test_variables_in_model_order_and_item_shapes(features, inputs, outputs):
 def test_without_a_target_a_plain_table_keeps_its_order_or_forecasts_its_last_column(features, inputs, outputs):
     dm = make_module(features=features, target=None)
     assert dm.input_columns == inputs and dm.output_columns == outputs
-    assert dm.prepare_options["target"] == (None if features == "M" else "c")
+    assert dm.fitted.prepare_options["target"] == (None if features == "M" else "c")
 
 
 def test_a_series_and_a_time_indexed_frame_give_the_windows_of_the_frame():
@@ -134,10 +134,10 @@ def test_fixed_encoding_exposes_field_sizes():
 def test_setup_is_idempotent_and_properties_set_up_lazily():
     dm = make_module()
     assert dm.c_in == 3  # no explicit setup()
-    scaler = dm.scaler
+    scaler = dm.fitted.scaler
     for stage in ("fit", "validate", "test", "predict", None):
         dm.setup(stage)
-    assert dm.scaler is scaler
+    assert dm.fitted.scaler is scaler
 
 
 @settings(max_examples=15, deadline=None)
@@ -163,7 +163,7 @@ def test_windows_hold_scaled_rows_and_counts_match_borders(n, seq_len, pred_len,
                 dataset[i]["x"].numpy(), expected_scaler.transform(raw[row : row + seq_len]), rtol=1e-5, atol=1e-5
             )
             target_rows = raw[row + seq_len : row + seq_len + pred_len, -dm.c_out :]  # [P, c_out]
-            restored = dm.inverse_transform_output(dataset[i]["y"][-pred_len:, -dm.c_out :].numpy())
+            restored = dm.fitted.to_original(dataset[i]["y"][-pred_len:, -dm.c_out :].numpy())
             np.testing.assert_allclose(restored, target_rows, rtol=1e-5, atol=1e-4)
 
 
@@ -174,17 +174,17 @@ def test_scaler_is_fitted_on_train_rows_only():
     frame = make_frame()
     dm = make_module(frame)
     train_rows = frame[dm.input_columns].iloc[: dm.borders["train"][1]]
-    np.testing.assert_allclose(dm.scaler.mean_, train_rows.mean().to_numpy())
-    np.testing.assert_allclose(dm.scaler.scale_, train_rows.std(ddof=0).to_numpy())
+    np.testing.assert_allclose(dm.fitted.scaler.mean_, train_rows.mean().to_numpy())
+    np.testing.assert_allclose(dm.fitted.scaler.scale_, train_rows.std(ddof=0).to_numpy())
     changed = frame.copy()
     changed.loc[dm.borders["test"][0] :, "OT"] += 1000.0  # the test period cannot move the scaler
-    np.testing.assert_array_equal(make_module(changed).scaler.mean_, dm.scaler.mean_)
+    np.testing.assert_array_equal(make_module(changed).fitted.scaler.mean_, dm.fitted.scaler.mean_)
 
 
 def test_constant_column_gets_unit_scale_not_nan():
     frame = make_frame().assign(c=3.5)
     dm = make_module(frame)
-    assert dm.scaler.scale_[dm.input_columns.index("c")] == 1.0
+    assert dm.fitted.scaler.scale_[dm.input_columns.index("c")] == 1.0
     x = stack(dm.test_dataloader())["x"]
     assert torch.isfinite(x).all()
     assert (x[..., dm.input_columns.index("c")] == 0).all()
@@ -193,30 +193,30 @@ def test_constant_column_gets_unit_scale_not_nan():
 @pytest.mark.parametrize("features", ["M", "S", "MS"])
 def test_inverse_transform_numpy_and_torch(features):
     dm = make_module(features=features)
-    assert dm.output_mean.dtype == np.float32 and dm.output_mean.shape == (dm.c_out,)
-    assert dm.output_scale.dtype == np.float32 and dm.output_scale.shape == (dm.c_out,)
+    assert dm.fitted.output_mean.shape == (dm.c_out,)
+    assert dm.fitted.output_scale.shape == (dm.c_out,)
     scaled = np.random.default_rng(1).normal(size=(5, 4, dm.c_out)).astype(np.float32)  # [B, P, c_out]
-    restored = dm.inverse_transform_output(scaled)
+    restored = dm.fitted.to_original(scaled)
     assert isinstance(restored, np.ndarray) and restored.dtype == np.float32
-    target_stats = dm.scaler.mean_[-dm.c_out :], dm.scaler.scale_[-dm.c_out :]
+    target_stats = dm.fitted.scaler.mean_[-dm.c_out :], dm.fitted.scaler.scale_[-dm.c_out :]
     np.testing.assert_allclose(restored, scaled * target_stats[1] + target_stats[0], rtol=1e-6)
     if features == "M":
         flat = scaled.reshape(-1, dm.c_out).astype(np.float64)  # [B*P, C]
-        reference = dm.scaler.inverse_transform(flat).reshape(scaled.shape)  # [B, P, C]
+        reference = dm.fitted.scaler.inverse_transform(flat).reshape(scaled.shape)  # [B, P, C]
         np.testing.assert_allclose(restored, reference, rtol=1e-6)
     # the target is the middle column of the table; its own statistics are used (PITFALLS:
     # the field takes the last column's statistics without moving the target there)
     train_target = make_frame()["OT"].iloc[: dm.borders["train"][1]]
-    np.testing.assert_allclose(dm.output_mean[-1], train_target.mean(), rtol=1e-6)
-    np.testing.assert_allclose(dm.output_scale[-1], train_target.std(ddof=0), rtol=1e-6)
+    np.testing.assert_allclose(dm.fitted.output_mean[-1], train_target.mean(), rtol=1e-6)
+    np.testing.assert_allclose(dm.fitted.output_scale[-1], train_target.std(ddof=0), rtol=1e-6)
     tensor = torch.from_numpy(scaled)
-    restored_tensor = dm.inverse_transform_output(tensor)
+    restored_tensor = dm.fitted.to_original(tensor)
     assert isinstance(restored_tensor, torch.Tensor) and restored_tensor.dtype == torch.float32
     np.testing.assert_allclose(restored_tensor.numpy(), restored, rtol=1e-6, atol=1e-4)  # float32 on device
-    np.testing.assert_allclose(dm.transform_output(restored), scaled, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(dm.transform_output(restored_tensor), tensor, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dm.fitted.to_scaled(restored), scaled, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dm.fitted.to_scaled(restored_tensor), tensor, rtol=1e-5, atol=1e-5)
     with pytest.raises(DataError, match="c_out"):
-        dm.inverse_transform_output(np.zeros((2, dm.c_out + 1)))
+        dm.fitted.to_original(np.zeros((2, dm.c_out + 1)))
 
 
 # ---------------------------------------------------------------- dataloaders
@@ -357,7 +357,6 @@ def test_describe_splits_names_rows_windows_and_dates():
     frame = make_frame()
     dm = make_module(frame)
     text = describe_splits(dm)
-    assert text == dm.describe()
     for split in ("train", "val", "test"):
         start, end = dm.borders[split]
         assert split in text and f"{start}-{end - 1}" in text and str(dm.split_sizes[split]) in text
@@ -374,7 +373,7 @@ def test_future_batch_scales_the_last_rows_and_continues_the_calendar(freq, enco
     future = dm.future_batch()
     batch, index = future.batch, future.index
     raw = frame[dm.input_columns].to_numpy()
-    np.testing.assert_allclose(batch["x"][0].numpy(), dm.scaler.transform(raw[-12:]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(batch["x"][0].numpy(), dm.fitted.scaler.transform(raw[-12:]), rtol=1e-5, atol=1e-6)
     expected_index = pd.date_range(frame["date"].iloc[-1], periods=5, freq=freq)[1:]
     np.testing.assert_array_equal(index.to_numpy(), expected_index.to_numpy())
     y_dates = pd.DatetimeIndex(frame["date"].iloc[-6:]).append(expected_index)
@@ -392,7 +391,7 @@ def test_future_batch_of_another_frame_uses_the_fitted_scaler():
     later = make_frame(n=250, seed=5)
     future = dm.future_batch(later)
     raw = later[dm.input_columns].to_numpy()
-    np.testing.assert_allclose(future.batch["x"][0].numpy(), dm.scaler.transform(raw[-12:]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(future.batch["x"][0].numpy(), dm.fitted.scaler.transform(raw[-12:]), rtol=1e-5, atol=1e-6)
     assert future.index[0] == later["date"].iloc[-1] + pd.Timedelta(hours=1)
     with pytest.raises(UnknownColumnError, match="differ"):
         dm.future_batch(later.assign(extra=1.0))
@@ -494,12 +493,12 @@ def test_a_given_fitted_state_scales_other_data_without_refitting():
     dm = make_module()
     other = make_frame(seed=3)
     given = make_module(other, fitted=dm.fitted)
-    assert given.fitted is dm.fitted and given.scaler is dm.scaler
+    assert given.fitted is dm.fitted and given.fitted.scaler is dm.fitted.scaler
     raw = other[dm.input_columns].to_numpy()
     start = given.borders["test"][0]
-    np.testing.assert_allclose(given.test_dataset[0]["x"].numpy(), dm.scaler.transform(raw[start:start + 12]),
+    np.testing.assert_allclose(given.test_dataset[0]["x"].numpy(), dm.fitted.scaler.transform(raw[start:start + 12]),
                                rtol=1e-5, atol=1e-6)
-    assert not np.allclose(make_module(other).scaler.mean_, dm.scaler.mean_)  # a refit would differ
+    assert not np.allclose(make_module(other).fitted.scaler.mean_, dm.fitted.scaler.mean_)  # a refit would differ
     with pytest.raises(UnknownColumnError, match="differ"):
         make_module(other.rename(columns={"c": "d"}), fitted=dm.fitted).setup()
     with pytest.raises(ConfigError, match="seq_len, label_len, pred_len"):
@@ -512,7 +511,7 @@ def test_checkpoints_hold_the_fitted_state_and_refuse_to_resume_on_other_data(tm
     from forecast.module import ForecastModule
 
     dm = make_module()
-    module = ForecastModule(build_model("dlinear", DataSpec.from_datamodule(dm)), fitted=dm.fitted)
+    module = ForecastModule(build_model("dlinear", DataSpec.from_fitted(dm.fitted)), fitted=dm.fitted)
     trainer = L.Trainer(max_steps=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
                         default_root_dir=tmp_path, limit_val_batches=0)
     with lightning_warnings(num_workers=0):

@@ -70,8 +70,8 @@ def test_benchmark_protocol(frames, name, pred_len, owned_ends, counts):
     columns = [c for c in frame.columns if c != "date"]
     assert dm.input_columns == columns and columns[-1] == "OT"
     raw = frame[columns].to_numpy(dtype=np.float64)  # [T, C]
-    np.testing.assert_allclose(dm.scaler.mean_, raw[:train_end].mean(axis=0), rtol=1e-10)
-    np.testing.assert_allclose(dm.scaler.scale_, raw[:train_end].std(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(dm.fitted.scaler.mean_, raw[:train_end].mean(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(dm.fitted.scaler.scale_, raw[:train_end].std(axis=0), rtol=1e-10)
     scaled = StandardScaler().fit(raw[:train_end]).transform(raw).astype(np.float32)  # [T, C]
 
     # first and last window of every split hold exactly their rows
@@ -120,10 +120,10 @@ def test_etth1_target_only_outputs_use_the_target_statistics(frames, features):
     dm = WindowDataModule("ETTh1", SEQ_LEN, LABEL_LEN, 24, features=features)
     ot_train = frame["OT"].to_numpy()[:8640]
     assert dm.c_out == 1 and dm.c_in == (1 if features == "S" else 7)
-    np.testing.assert_allclose(dm.output_mean, [ot_train.mean()], rtol=1e-6)
-    np.testing.assert_allclose(dm.output_scale, [ot_train.std()], rtol=1e-6)
+    np.testing.assert_allclose(dm.fitted.output_mean, [ot_train.mean()], rtol=1e-6)
+    np.testing.assert_allclose(dm.fitted.output_scale, [ot_train.std()], rtol=1e-6)
     last = dm.test_dataset[-1]
-    restored = dm.inverse_transform_output(last["y"][-24:, -1:])  # [P, 1]
+    restored = dm.fitted.to_original(last["y"][-24:, -1:])  # [P, 1]
     np.testing.assert_allclose(restored.numpy()[:, 0], frame["OT"].to_numpy()[14400 - 24 : 14400], rtol=1e-5)
 
 

@@ -108,7 +108,7 @@ def test_test_metric_states_are_shaped_before_the_first_batch():
     datamodule = WindowDataModule(frame, seq_len=12, label_len=6, pred_len=5, features="MS")
     datamodule.setup()
     shapes = StateShapes()
-    module = ForecastModule(build_model("naive", DataSpec.from_datamodule(datamodule)))
+    module = ForecastModule(build_model("naive", DataSpec.from_fitted(datamodule.fitted)))
     trainer = L.Trainer(callbacks=[shapes], logger=False, enable_progress_bar=False, enable_model_summary=False)
     with lightning_warnings():  # the call's warnings the library leaves out too
         trainer.test(module, datamodule=datamodule, verbose=False)

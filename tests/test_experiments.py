@@ -235,7 +235,7 @@ def test_registry_sizes_agree_with_the_data_and_configs_forecast_on_it():
         options = {k: v for k, v in config.data.items() if k != "dataset"}
         datamodule = WindowDataModule(config.dataset, **options)
         datamodule.setup()
-        spec = DataSpec.from_datamodule(datamodule)
+        spec = DataSpec.from_fitted(datamodule.fitted)
         # the sizes the registry tells; the cycle and persistence come from the data itself
         assert dataclasses.replace(spec, season=None, persistence=None) == registry_spec(config)
         assert spec.season == seasonal_period(datasets.get(config.dataset).freq)

@@ -603,7 +603,7 @@ def sine_frame(rows: int = 300) -> pd.DataFrame:
 def test_forecast_module_fits_and_scores_every_test_window(features, decoding, head):
     dm = WindowDataModule(sine_frame(), seq_len=32, label_len=16, pred_len=8, features=features, batch_size=8)
     dm.setup()
-    model = model_for(DataSpec.from_datamodule(dm), decoding=decoding, head=head)
+    model = model_for(DataSpec.from_fitted(dm.fitted), decoding=decoding, head=head)
     before = [p.detach().clone() for p in model.parameters()]
     module = ForecastModule(model, learning_rate=1e-3, lr_schedule="none")
     trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=1, enable_progress_bar=False,

@@ -48,7 +48,7 @@ def trainer(max_epochs: int = 1, **overrides):
 def test_every_model_trains_and_scores_every_test_window(name, features):
     dm = datamodule(features, batch_size=7)
     torch.manual_seed(0)
-    model = build_model(name, DataSpec.from_datamodule(dm), **OPTIONS[name])
+    model = build_model(name, DataSpec.from_fitted(dm.fitted), **OPTIONS[name])
     module = ForecastModule(model, learning_rate=1e-3)
     run = trainer(limit_train_batches=3, limit_val_batches=2)
     with lightning_warnings():  # the calls' warnings the library leaves out too
@@ -66,14 +66,14 @@ def test_every_model_trains_and_scores_every_test_window(name, features):
 
 def test_original_scale_metrics_match_an_independent_computation():
     dm = datamodule("MS", batch_size=5)
-    module = ForecastModule(build_model("naive", DataSpec.from_datamodule(dm)))
+    module = ForecastModule(build_model("naive", DataSpec.from_fitted(dm.fitted)))
     with lightning_warnings():
         metrics = trainer().test(module, datamodule=dm, verbose=False)[0]
     items = [dm.test_dataset[i] for i in range(len(dm.test_dataset))]
     truth = np.stack([item["y"][-8:, -1:].numpy() for item in items])
     naive = np.stack([np.repeat(item["x"][-1:, -1:].numpy(), 8, axis=0) for item in items])
-    truth_orig = dm.inverse_transform_output(truth)
-    naive_orig = dm.inverse_transform_output(naive)
+    truth_orig = dm.fitted.to_original(truth)
+    naive_orig = dm.fitted.to_original(naive)
     assert metrics["test_mse"] == pytest.approx(np.mean((naive - truth) ** 2), rel=1e-5)
     assert metrics["test_mae_orig"] == pytest.approx(np.mean(np.abs(naive_orig - truth_orig)),
                                                      rel=1e-5)
@@ -82,7 +82,7 @@ def test_original_scale_metrics_match_an_independent_computation():
 def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
     dm = datamodule("MS", batch_size=16)
     torch.manual_seed(0)
-    model = build_model("logsparse", DataSpec.from_datamodule(dm), head="gaussian", **LOGSPARSE)
+    model = build_model("logsparse", DataSpec.from_fitted(dm.fitted), head="gaussian", **LOGSPARSE)
     module = ForecastModule(model, learning_rate=1e-3, n_samples=20)
     run = trainer(limit_train_batches=2, limit_val_batches=1)
     with lightning_warnings():
@@ -103,7 +103,7 @@ def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
 def test_loss_falls_on_a_learnable_series():
     dm = datamodule("M")
     torch.manual_seed(0)
-    model = build_model("informer", DataSpec.from_datamodule(dm), **TINY)
+    model = build_model("informer", DataSpec.from_fitted(dm.fitted), **TINY)
     module = ForecastModule(model, learning_rate=3e-3, lr_schedule="none")
     run = trainer(max_epochs=4)
     with lightning_warnings():
@@ -115,22 +115,22 @@ def test_loss_falls_on_a_learnable_series():
 
 def test_predict_step_returns_original_units_with_timestamps():
     dm = datamodule("MS", batch_size=6)
-    module = ForecastModule(build_model("naive", DataSpec.from_datamodule(dm)))
+    module = ForecastModule(build_model("naive", DataSpec.from_fitted(dm.fitted)))
     with lightning_warnings():
         batches = trainer().predict(module, datamodule=dm)
     stamps = np.concatenate([b["timestamps"] for b in batches])
-    expected = dm.forecast_timestamps(dm.predict_split)
+    expected = dm.forecast_timestamps(dm.config.predict_split)
     np.testing.assert_array_equal(stamps, expected)
     first = dm.test_dataset[0]
     assert batches[0]["forecast"][0, 0, 0].item() == pytest.approx(
-        dm.inverse_transform_output(first["x"][-1:, -1:].numpy()).item(), rel=1e-5)
+        dm.fitted.to_original(first["x"][-1:, -1:].numpy()).item(), rel=1e-5)
 
 
 @pytest.mark.parametrize("schedule, expected", [("halve", [1e-3, 5e-4, 2.5e-4]),
                                                 ("none", [1e-3, 1e-3, 1e-3])])
 def test_learning_rate_schedules(schedule, expected):
     dm = datamodule("S")
-    module = ForecastModule(build_model("informer", DataSpec.from_datamodule(dm), **TINY),
+    module = ForecastModule(build_model("informer", DataSpec.from_fitted(dm.fitted), **TINY),
                             learning_rate=1e-3, lr_schedule=schedule)
     seen = []
 
@@ -163,7 +163,7 @@ def test_compiled_training_matches_eager_and_keeps_plain_state_dict_keys():
     states = []
     for callbacks in ([], [CompileModel(backend="eager")]):  # eager: the compile path without minutes of codegen
         torch.manual_seed(0)
-        module = ForecastModule(build_model("informer", DataSpec.from_datamodule(dm), **TINY), learning_rate=1e-3)
+        module = ForecastModule(build_model("informer", DataSpec.from_fitted(dm.fitted), **TINY), learning_rate=1e-3)
         with lightning_warnings():
             trainer(limit_train_batches=2, limit_val_batches=1, callbacks=callbacks).fit(module, datamodule=dm)
         assert (module.model._compiled_call_impl is not None) == bool(callbacks)
@@ -178,7 +178,7 @@ def test_bf16_mixed_precision_trains_and_scores_every_window(name):
     """The bf16 switch (`precision="bf16-mixed"`) on CPU: finite float32 metrics over every test window."""
     dm = datamodule("M", batch_size=7)
     torch.manual_seed(0)
-    module = ForecastModule(build_model(name, DataSpec.from_datamodule(dm), **OPTIONS[name]), learning_rate=1e-3)
+    module = ForecastModule(build_model(name, DataSpec.from_fitted(dm.fitted), **OPTIONS[name]), learning_rate=1e-3)
     run = trainer(limit_train_batches=2, limit_val_batches=1, precision="bf16-mixed")
     with lightning_warnings():
         run.fit(module, datamodule=dm)
@@ -203,7 +203,7 @@ def test_lightnings_loggers_progress_bar_and_callbacks_work_unchanged(tmp_path):
 
     dm = datamodule("M")
     torch.manual_seed(0)
-    module = ForecastModule(build_model("informer", DataSpec.from_datamodule(dm), **TINY), learning_rate=1e-3)
+    module = ForecastModule(build_model("informer", DataSpec.from_fitted(dm.fitted), **TINY), learning_rate=1e-3)
     csv, tensorboard, counter = CSVLogger(tmp_path, name="csv"), TensorBoardLogger(tmp_path, name="tb"), BatchCounter()
     run = Trainer(max_epochs=2, limit_train_batches=3, limit_val_batches=2, log_every_n_steps=1,
                   logger=[csv, tensorboard], callbacks=[counter], enable_progress_bar=True,

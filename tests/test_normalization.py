@@ -187,12 +187,12 @@ def test_the_persistence_centre_starts_at_the_training_windows_weights():
     dm = WindowDataModule(frame, seq_len=32, label_len=16, pred_len=8, split=(0.7, 0.1, 0.2))
     dm.setup()
     train_rows = frame[["walk", "noise"]].to_numpy()[:280]
-    assert dm.persistence == pytest.approx(persistence(train_rows, 32, 8))  # fitted on the training rows only
-    assert FittedState.from_state_dict(dm.fitted.state_dict()).persistence == dm.persistence
-    net = model("informer", DataSpec.from_datamodule(dm), revin=True, revin_center="persistence",
+    assert dm.fitted.persistence == pytest.approx(persistence(train_rows, 32, 8))  # fitted on the training rows only
+    assert FittedState.from_state_dict(dm.fitted.state_dict()).persistence == dm.fitted.persistence
+    net = model("informer", DataSpec.from_fitted(dm.fitted), revin=True, revin_center="persistence",
                 channels="independent")
     torch.testing.assert_close(net.revin.weight_on_last(),
-                               torch.tensor(dm.persistence, dtype=torch.float32).clamp(0.02, 0.98))
+                               torch.tensor(dm.fitted.persistence, dtype=torch.float32).clamp(0.02, 0.98))
 
 
 def test_without_revin_a_model_is_not_invariant():

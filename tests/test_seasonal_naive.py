@@ -102,7 +102,7 @@ def test_the_default_season_is_the_datas_cycle_read_off_the_data():
                           "y": np.arange(days) % 7 + np.arange(days) * 0.01})
     dm = WindowDataModule(frame, seq_len=28, label_len=7, pred_len=7, features="S")
     dm.setup()
-    model = build_model("seasonal_naive", DataSpec.from_datamodule(dm))
+    model = build_model("seasonal_naive", DataSpec.from_fitted(dm.fitted))
     assert model.season_length == 7
     batch = next(iter(dm.test_dataloader()))
     torch.testing.assert_close(model(batch["x"], None, None), batch["x"][:, -7:])

@@ -19,17 +19,15 @@ from typing import Any
 import lightning as L
 import numpy as np
 import pandas as pd
-import torch
 from numpy.lib.stride_tricks import sliding_window_view
-from sklearn.preprocessing import StandardScaler
 from torch.utils.data import DataLoader
 
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
-from forecast.data.fitted import ArrayOrTensor, FittedState, FutureBatch, fit_scaler, persistence
+from forecast.data.fitted import FittedState, FutureBatch
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
-from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader, eval_sampler
+from forecast.data.sampling import window_loader
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
 from forecast.errors import ChecksumError, ConfigError, DataError
@@ -88,17 +86,50 @@ def _registered_file_info(path: Path) -> registry.DatasetInfo | None:
     return info
 
 
+def _resolve_source(data: Table) -> _Source:
+    """Where the data comes from and the registry entry whose protocol applies, if any."""
+    if isinstance(data, pd.Series):
+        return _Source(data, "<Series>", None)
+    if isinstance(data, pd.DataFrame):
+        return _Source(data, DATAFRAME_SOURCE, _registered_frame_info(data))
+    if isinstance(data, str) and registry.find(data) is not None:
+        info = registry.get(data)
+        return _Source(registry.locate(info), info.name, info)
+    path = Path(data)
+    if not path.exists() and isinstance(data, str) and not data.lower().endswith(".csv"):
+        raise ConfigError(
+            f"data={data!r} is neither a registered dataset {registry.names()} nor an "
+            "existing file. Fix: pass one of those names, a CSV path or a DataFrame."
+        )
+    return _Source(path, path.stem, _registered_file_info(path))
+
+
+def _read_options(cfg: DataConfig, info: registry.DatasetInfo | None) -> dict[str, Any]:
+    """The :func:`~forecast.data.io.prepare_series` options: the config's, with a registered
+    dataset's target, frequency and accepted quirks where the config leaves them open."""
+    return {
+        "date_column": cfg.date_column,
+        "features": cfg.features,
+        "target": cfg.target if cfg.target is not None or info is None else info.target,
+        "columns": cfg.columns,
+        "freq": cfg.freq if cfg.freq is not None or info is None else info.freq,
+        "allow_irregular": cfg.allow_irregular or (info is not None and info.has_gaps),
+        "allow_duplicates": cfg.allow_duplicates or (info is not None and info.has_duplicate_timestamps),
+        "fill_nan": cfg.fill_nan,
+    }
+
+
 class WindowDataModule(L.LightningDataModule):
     """Forecasting windows of a DataFrame, a CSV path or a registered dataset name.
 
     After :meth:`setup` (idempotent, any stage; properties call it on first use) it
     exposes ``train_dataset``/``val_dataset``/``test_dataset``, ``c_in``/``c_out``,
-    ``n_time_features``, ``time_feature_sizes``, the fitted ``scaler``, column names in
-    model order (target last), ``freq``, ``split_sizes``, ``borders``, window timestamps
-    and the inverse transform of model outputs. Items are dicts of float32 tensors
-    ``x [L, C]``, ``y [label_len+P, C]``, ``x_mark [L, F]``, ``y_mark [label_len+P, F]``,
-    where ``C = c_in`` (for ``MS`` the target is ``y[..., -1:]``; in general
-    ``y[..., -c_out:]``). See :class:`~forecast.data.config.DataConfig` for the options.
+    ``n_time_features``, ``time_feature_sizes``, column names in model order (target
+    last), ``freq``, ``split_sizes``, ``borders`` and window timestamps; ``fitted`` is the
+    :class:`~forecast.data.fitted.FittedState` (scaler, un-scaling, persistence) of the fit.
+    Items are dicts of float32 tensors ``x [L, C]``, ``y [label_len+P, C]``, ``x_mark [L, F]``,
+    ``y_mark [label_len+P, F]``, where ``C = c_in`` (for ``MS`` the target is ``y[..., -1:]``;
+    in general ``y[..., -c_out:]``). See :class:`~forecast.data.config.DataConfig` for the options.
 
     A registered dataset (by name, by a frame from ``datasets.load``, or by a CSV path
     whose bytes are the registered file) gets its split protocol and frequency, and the
@@ -141,60 +172,17 @@ class WindowDataModule(L.LightningDataModule):
                 f"CSV path or a registered dataset name {registry.names()}."
             )
         self.config = DataConfig(
-            seq_len=seq_len, label_len=label_len, pred_len=pred_len, features=features,
-            target=target, freq=freq, time_encoding=time_encoding, batch_size=batch_size,
-            eval_batch_size=eval_batch_size, num_workers=num_workers, date_column=date_column,
-            split=split, allow_irregular=allow_irregular, allow_duplicates=allow_duplicates,
-            fill_nan=fill_nan, columns=columns, seed=seed,
+            seq_len=seq_len, label_len=label_len, pred_len=pred_len, features=features, target=target, freq=freq,
+            time_encoding=time_encoding, batch_size=batch_size, eval_batch_size=eval_batch_size,
+            num_workers=num_workers, date_column=date_column, split=split, allow_irregular=allow_irregular,
+            allow_duplicates=allow_duplicates, fill_nan=fill_nan, columns=columns, seed=seed,
             drop_last_train=drop_last_train, test_split=test_split, predict_split=predict_split,
-            pin_memory=pin_memory,
-            persistent_workers=persistent_workers,
-        )
+            pin_memory=pin_memory, persistent_workers=persistent_workers)
         if fitted is not None and not isinstance(fitted, FittedState):
             raise ConfigError(f"fitted must be a FittedState (a fitted data module's .fitted), got {type(fitted).__name__}")
         self._data = data
         self._given_fitted = fitted
         self._prepared: _Prepared | None = None
-
-    # ------------------------------------------------ settings (no setup needed)
-
-    @property
-    def seq_len(self) -> int:
-        return self.config.seq_len
-
-    @property
-    def label_len(self) -> int:
-        return self.config.label_len
-
-    @property
-    def pred_len(self) -> int:
-        return self.config.pred_len
-
-    @property
-    def features(self) -> str:
-        return self.config.features
-
-    @property
-    def target(self) -> Hashable | None:
-        return self.config.target
-
-    @property
-    def time_encoding(self) -> str:
-        return self.config.time_encoding
-
-    @property
-    def batch_size(self) -> int:
-        return self.config.batch_size
-
-    @property
-    def test_split(self) -> str:
-        """The split ``test_dataloader`` serves (``'test'`` by default)."""
-        return self.config.test_split
-
-    @property
-    def predict_split(self) -> str:
-        """The split ``predict_dataloader`` serves (``'test'`` by default)."""
-        return self.config.predict_split
 
     def with_options(self, **changes: Any) -> WindowDataModule:
         """A new data module of the same data with some options changed, e.g. ``test_split='val'``."""
@@ -202,23 +190,6 @@ class WindowDataModule(L.LightningDataModule):
         return WindowDataModule(self._data, **{"fitted": self._given_fitted, **options, **changes})
 
     # ----------------------------------------------------------------- preparation
-
-    def _resolve_source(self) -> _Source:
-        data = self._data
-        if isinstance(data, pd.Series):
-            return _Source(data, "<Series>", None)
-        if isinstance(data, pd.DataFrame):
-            return _Source(data, DATAFRAME_SOURCE, _registered_frame_info(data))
-        if isinstance(data, str) and registry.find(data) is not None:
-            info = registry.get(data)
-            return _Source(registry.locate(info), info.name, info)
-        path = Path(data)
-        if not path.exists() and isinstance(data, str) and not data.lower().endswith(".csv"):
-            raise ConfigError(
-                f"data={data!r} is neither a registered dataset {registry.names()} nor an "
-                "existing file. Fix: pass one of those names, a CSV path or a DataFrame."
-            )
-        return _Source(path, path.stem, _registered_file_info(path))
 
     def prepare_data(self) -> None:
         """Download a registered dataset if needed (Lightning runs this on one process)."""
@@ -230,18 +201,9 @@ class WindowDataModule(L.LightningDataModule):
         if self._prepared is not None:
             return
         cfg = self.config
-        source = self._resolve_source()
+        source = _resolve_source(self._data)
         info = source.info
-        options: dict[str, Any] = {
-            "date_column": cfg.date_column,
-            "features": cfg.features,
-            "target": cfg.target if cfg.target is not None or info is None else info.target,
-            "columns": cfg.columns,
-            "freq": cfg.freq if cfg.freq is not None or info is None else info.freq,
-            "allow_irregular": cfg.allow_irregular or (info is not None and info.has_gaps),
-            "allow_duplicates": cfg.allow_duplicates or (info is not None and info.has_duplicate_timestamps),
-            "fill_nan": cfg.fill_nan,
-        }
+        options = _read_options(cfg, info)
         series = prepare_series(source.data, **options)
         split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
         split_protocol, split = resolve_split(split_spec)
@@ -249,9 +211,10 @@ class WindowDataModule(L.LightningDataModule):
                                 dates=series.dates)
         options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
                    "columns": list(cfg.columns) if cfg.columns is not None else None}
+        windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
         if self._given_fitted is not None:
-            self._check_given_state(self._given_fitted)
-        fitted = self._given_fitted or self._fit_state(series, borders["train"], source, options)
+            self._given_fitted.check_windows(*windows)
+        fitted = self._given_fitted or FittedState.fit(series, borders["train"], source.label, options, *windows)
         scaled = fitted.scale(series)  # [T, C]
         marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
         datasets = {
@@ -268,28 +231,8 @@ class WindowDataModule(L.LightningDataModule):
             {name: len(ds) for name, ds in datasets.items()},
         )
 
-    def _fit_state(self, series: TimeSeries, train_rows: tuple[int, int], source: _Source,
-                   options: dict[str, Any]) -> FittedState:
-        """The state of this fit: the scaler fitted on the train rows ``[start, end)`` only."""
-        cfg = self.config
-        start, end = train_rows
-        scaler = fit_scaler(series.values[start:end], series.input_columns, series.source)  # fit on [T_train, C]
-        return FittedState(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, source.label,
-                           options, cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding, scaler,
-                           persistence(series.values[start:end], cfg.seq_len, cfg.pred_len))
-
-    def _check_given_state(self, fitted: FittedState) -> None:
-        """ConfigError unless a given fitted state has this module's window lengths and calendar encoding."""
-        cfg = self.config
-        mine = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
-        theirs = (fitted.seq_len, fitted.label_len, fitted.pred_len, fitted.time_encoding)
-        if mine != theirs:
-            raise ConfigError(f"the fitted state is for seq_len, label_len, pred_len, time_encoding = {theirs}, this "
-                              f"data module for {mine}. Fix: build the data module with the fitted state's windows.")
-
     def _state(self) -> _Prepared:
-        if self._prepared is None:
-            self.setup()
+        self.setup()  # the first call prepares, later ones return at once
         assert self._prepared is not None
         return self._prepared
 
@@ -317,10 +260,6 @@ class WindowDataModule(L.LightningDataModule):
     @property
     def test_dataset(self) -> WindowDataset:
         return self.dataset("test")
-
-    @property
-    def predict_dataset(self) -> WindowDataset:
-        return self.dataset("predict")
 
     # --------------------------------------------------------------- data facts
 
@@ -372,21 +311,6 @@ class WindowDataModule(L.LightningDataModule):
         return self._state().series.freq.freqstr
 
     @property
-    def season(self) -> int | None:
-        return self.fitted.season
-
-    @property
-    def persistence(self) -> tuple[float, ...] | None:
-        return self.fitted.persistence
-
-    @property
-    def prepare_options(self) -> dict[str, Any]:
-        """The :func:`~forecast.data.io.prepare_series` options that read this data, as resolved
-        (target, date column, frequency alias and the registered dataset's quirks): they
-        read new rows of the same series the same way."""
-        return dict(self.fitted.prepare_options)
-
-    @property
     def n_time_features(self) -> int:
         """F, the columns of ``x_mark``/``y_mark``."""
         return n_time_features(self._state().series.freq, self.config.time_encoding)
@@ -418,29 +342,6 @@ class WindowDataModule(L.LightningDataModule):
         """The fitted data state (variables, frequency, windows, train-row scaler): the one the module
         scores with and the Forecaster saves; the given one when the module was built with ``fitted``."""
         return self._state().fitted
-
-    @property
-    def scaler(self) -> StandardScaler:
-        """scikit-learn ``StandardScaler`` fitted on the train rows of ``input_columns``."""
-        return self.fitted.scaler
-
-    @property
-    def output_mean(self) -> np.ndarray:
-        """float32 ``[c_out]``: the scaler's mean of each output variable."""
-        return self.fitted.output_mean.astype(np.float32)
-
-    @property
-    def output_scale(self) -> np.ndarray:
-        """float32 ``[c_out]``: the scaler's scale of each output variable."""
-        return self.fitted.output_scale.astype(np.float32)
-
-    def inverse_transform_output(self, values: ArrayOrTensor) -> ArrayOrTensor:
-        """Model-scale outputs ``[..., c_out]`` back to original units (:meth:`FittedState.to_original`)."""
-        return self.fitted.to_original(values)
-
-    def transform_output(self, values: ArrayOrTensor) -> ArrayOrTensor:
-        """Original-unit values ``[..., c_out]`` to the model's scale (:meth:`FittedState.to_scaled`)."""
-        return self.fitted.to_scaled(values)
 
     def state_dict(self) -> dict[str, Any]:
         """The fitted data state, which Lightning saves in every checkpoint."""
@@ -497,31 +398,9 @@ class WindowDataModule(L.LightningDataModule):
         return int(shards["num_replicas"]), int(shards["rank"])
 
     def _loader(self, split: str, *, train: bool) -> DataLoader:
-        cfg = self.config
-        dataset = self.dataset(split)
-        batch_size = cfg.batch_size if train else (cfg.eval_batch_size or cfg.batch_size)
-        drop_last = train and cfg.drop_last_train
-        if drop_last and len(dataset) < batch_size:
-            raise ConfigError(
-                f"drop_last_train=True with {len(dataset)} train windows and batch_size={batch_size} "
-                "leaves no batch. Fix: a smaller batch_size or drop_last_train=False."
-            )
-        persistent = cfg.persistent_workers if cfg.persistent_workers is not None else cfg.num_workers > 0
-        options: dict[str, Any] = dict(
-            batch_size=batch_size,
-            drop_last=drop_last,
-            # A private generator for worker seeds: making an iterator never draws from the global RNG,
-            # so a resumed run's dropout masks continue the interrupted run's sequence.
-            generator=torch.Generator().manual_seed(cfg.seed),
-            num_workers=cfg.num_workers,
-            pin_memory=cfg.pin_memory,
-            persistent_workers=persistent and cfg.num_workers > 0,
-        )
         replicas, rank = self._processes()
-        if train:
-            sampler = EpochShuffleSampler(dataset, seed=cfg.seed, num_replicas=replicas, rank=rank)
-            return ResumableDataLoader(dataset, sampler=sampler, **options)
-        return DataLoader(dataset, sampler=eval_sampler(dataset, replicas, rank, split=split), **options)
+        return window_loader(self.dataset(split), self.config, train=train, split=split, num_replicas=replicas,
+                             rank=rank)
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled per epoch from ``seed`` and the epoch number, sharded across DDP processes,
@@ -539,10 +418,6 @@ class WindowDataModule(L.LightningDataModule):
     def predict_dataloader(self) -> DataLoader:
         """The ``predict_split`` windows (test by default), in order, none dropped."""
         return self._loader("predict", train=False)
-
-    def describe(self) -> str:
-        """Human-readable summary of the splits (see :func:`describe_splits`)."""
-        return describe_splits(self)
 
 
 def describe_splits(dm: WindowDataModule) -> str:
@@ -568,7 +443,7 @@ def describe_splits(dm: WindowDataModule) -> str:
     lines = [
         f"dataset {dm.dataset_name} ({dm.source}): {dm.n_rows} rows x {dm.c_in} variables, "
         f"freq {dm.freq}, {dates[0]} to {dates[-1]}",
-        f"features {cfg.features} (in {dm.c_in}, out {dm.c_out}; target {dm.prepare_options['target']!r}), "
+        f"features {cfg.features} (in {dm.c_in}, out {dm.c_out}; target {dm.fitted.prepare_options['target']!r}), "
         f"time encoding {cfg.time_encoding} (F={dm.n_time_features})",
         f"split {dm.split_protocol}; seq_len {cfg.seq_len}, label_len {cfg.label_len}, pred_len "
         f"{cfg.pred_len}; val/test rows include the {cfg.seq_len}-row lookback",

@@ -155,6 +155,24 @@ class FittedState:
             raise ConfigError(f"the scaler has {self.scaler.n_features_in_} variables, the fitted state "
                               f"{len(self.input_columns)} ({list(self.input_columns)!r})")
 
+    @classmethod
+    def fit(cls, series: TimeSeries, train_rows: tuple[int, int], dataset: str, prepare_options: dict[str, Any],
+            seq_len: int, label_len: int, pred_len: int, time_encoding: str) -> FittedState:
+        """The state of a fit: scaler and persistence fitted on the train rows ``[start, end)`` only."""
+        start, end = train_rows
+        scaler = fit_scaler(series.values[start:end], series.input_columns, series.source)  # fit on [T_train, C]
+        return cls(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, dataset,
+                   prepare_options, seq_len, label_len, pred_len, time_encoding, scaler,
+                   persistence(series.values[start:end], seq_len, pred_len))
+
+    def check_windows(self, seq_len: int, label_len: int, pred_len: int, time_encoding: str) -> None:
+        """ConfigError unless this state is for these window lengths and calendar encoding."""
+        mine = (self.seq_len, self.label_len, self.pred_len, self.time_encoding)
+        if mine != (seq_len, label_len, pred_len, time_encoding):
+            raise ConfigError(f"the fitted state is for seq_len, label_len, pred_len, time_encoding = {mine}, the "
+                              f"data module for {(seq_len, label_len, pred_len, time_encoding)}. Fix: build the "
+                              "data module with the fitted state's windows.")
+
     # ------------------------------------------------------------------ sizes
 
     @property

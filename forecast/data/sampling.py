@@ -22,9 +22,11 @@ import logging
 from collections.abc import Iterator, Sized
 from typing import Any
 
+import torch
 from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 
+from forecast.data.config import DataConfig
 from forecast.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -103,3 +105,32 @@ def eval_sampler(dataset: Dataset, num_replicas: int, rank: int, *, split: str) 
             "nothing. Fix: run evaluation on fewer devices, or give the split more rows."
         )
     return UnrepeatedDistributedSampler(dataset, num_replicas=num_replicas, rank=rank, shuffle=False)
+
+
+def window_loader(dataset: Dataset, config: DataConfig, *, train: bool, split: str, num_replicas: int = 1,
+                  rank: int = 0) -> DataLoader:
+    """The loader of one split's windows under ``config``: shuffled and resumable for training
+    (:class:`EpochShuffleSampler`, :class:`ResumableDataLoader`), every window once in order
+    otherwise (:func:`eval_sampler`); the last partial batch is dropped only if asked."""
+    batch_size = config.batch_size if train else (config.eval_batch_size or config.batch_size)
+    drop_last = train and config.drop_last_train
+    if drop_last and len(dataset) < batch_size:
+        raise ConfigError(
+            f"drop_last_train=True with {len(dataset)} train windows and batch_size={batch_size} "
+            "leaves no batch. Fix: a smaller batch_size or drop_last_train=False."
+        )
+    persistent = config.persistent_workers if config.persistent_workers is not None else config.num_workers > 0
+    options: dict[str, Any] = dict(
+        batch_size=batch_size,
+        drop_last=drop_last,
+        # A private generator for worker seeds: making an iterator never draws from the global RNG,
+        # so a resumed run's dropout masks continue the interrupted run's sequence.
+        generator=torch.Generator().manual_seed(config.seed),
+        num_workers=config.num_workers,
+        pin_memory=config.pin_memory,
+        persistent_workers=persistent and config.num_workers > 0,
+    )
+    if train:
+        sampler = EpochShuffleSampler(dataset, seed=config.seed, num_replicas=num_replicas, rank=rank)
+        return ResumableDataLoader(dataset, sampler=sampler, **options)
+    return DataLoader(dataset, sampler=eval_sampler(dataset, num_replicas, rank, split=split), **options)

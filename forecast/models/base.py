@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -11,10 +12,13 @@ from torch import Tensor, nn
 from forecast.checks import require_choice, require_int, require_ints, require_levels
 from forecast.errors import ConfigError
 
+if TYPE_CHECKING:  # the data layer's type, named for readers only: models never import data
+    from forecast.data.fitted import FittedState
+
 
 @dataclass(frozen=True)
 class DataSpec:
-    """Window lengths and sizes a model is built for, read off a WindowDataModule."""
+    """Window lengths and sizes a model is built for, read off a fit's data (:meth:`from_fitted`)."""
 
     seq_len: int
     label_len: int
@@ -24,7 +28,7 @@ class DataSpec:
     n_time_features: int
     time_encoding: str = "timeF"
     time_feature_sizes: tuple[int, ...] | None = None
-    season: int | None = None  # steps in the data's natural cycle, when known (DataSpec.from_datamodule)
+    season: int | None = None  # steps in the data's natural cycle, when known (DataSpec.from_fitted)
     # Per input variable, how much of a window's last offset persists over the horizon in the training
     # windows (forecast.data.fitted.persistence): where the ``persistence`` RevIN centre starts.
     persistence: tuple[float, ...] | None = None
@@ -46,7 +50,7 @@ class DataSpec:
         if self.persistence is not None:
             if len(self.persistence) != self.c_in or not all(0.0 <= float(w) <= 1.0 for w in self.persistence):
                 raise ConfigError(f"persistence={self.persistence!r}: one weight in [0, 1] per input variable "
-                                  f"(c_in={self.c_in}); take it from WindowDataModule.persistence")
+                                  f"(c_in={self.c_in}); take it from WindowDataModule.fitted.persistence")
             object.__setattr__(self, "persistence", tuple(float(w) for w in self.persistence))
         if self.time_feature_sizes is not None:
             sizes = require_ints("time_feature_sizes", self.time_feature_sizes, 1, allow_empty=True)
@@ -61,15 +65,15 @@ class DataSpec:
             )
 
     @classmethod
-    def from_datamodule(cls, dm) -> DataSpec:
-        """Read the sizes off a set-up ``WindowDataModule`` or its ``FittedState``."""
-        sizes = dm.time_feature_sizes
+    def from_fitted(cls, state: FittedState) -> DataSpec:
+        """The sizes of a fit's data (``WindowDataModule.fitted`` or a saved run's state)."""
+        sizes = state.time_feature_sizes
         return cls(
-            seq_len=dm.seq_len, label_len=dm.label_len, pred_len=dm.pred_len,
-            c_in=dm.c_in, c_out=dm.c_out, n_time_features=dm.n_time_features,
-            time_encoding=dm.time_encoding,
-            time_feature_sizes=tuple(sizes) if sizes is not None else None, season=dm.season,
-            persistence=dm.persistence,
+            seq_len=state.seq_len, label_len=state.label_len, pred_len=state.pred_len,
+            c_in=state.c_in, c_out=state.c_out, n_time_features=state.n_time_features,
+            time_encoding=state.time_encoding,
+            time_feature_sizes=tuple(sizes) if sizes is not None else None, season=state.season,
+            persistence=state.persistence,
         )
 
 

@@ -37,7 +37,7 @@ class ScoredWindows(Callback):
 
     def __init__(self, datamodule: WindowDataModule) -> None:
         column = datamodule.input_columns.index("row")
-        self.mean, self.scale = datamodule.scaler.mean_[column], datamodule.scaler.scale_[column]
+        self.mean, self.scale = datamodule.fitted.scaler.mean_[column], datamodule.fitted.scaler.scale_[column]
         self.column, self.first_row = column, datamodule.borders["test"][0]
         self.windows: list[int] = []
 
@@ -53,7 +53,7 @@ def train_and_report(data: str, out: Path, devices: int, batch_size: int, max_ep
     L.seed_everything(config.seed, verbose=False)
     datamodule = WindowDataModule(data, **WINDOW, batch_size=config.batch_size, seed=config.seed)
     datamodule.setup()
-    model = build_model("informer", DataSpec.from_datamodule(datamodule), **TINY_INFORMER)
+    model = build_model("informer", DataSpec.from_fitted(datamodule.fitted), **TINY_INFORMER)
     module = ForecastModule(model, learning_rate=config.learning_rate)
     scored = ScoredWindows(datamodule)
     trainer = build_trainer(config, None, callbacks=[scored], enable_progress_bar=False,
