@@ -54,7 +54,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +108,7 @@ class Variant:
     num_workers: int = 0
     persistent_workers: bool = False
     loop_adam: bool = False  # Adam's per-tensor loop instead of the recipe's fused kernel
+    torch_dropout: bool = False  # masks from F.dropout (bernoulli_) instead of forecast.layers.dropout's
     batched_fetch: bool = False  # loader only: one gather per batch instead of per-window items
     pin_memory: bool = False
     model_options: tuple[tuple[str, Any], ...] = ()  # overrides: a different model, not an optimization
@@ -124,15 +125,17 @@ TRAIN_VARIANTS = {
         # Informer with exact SDPA attention in place of ProbSparse (the paper's Informer-dagger
         # keeps distilling off too): whether the sparse attention pays at this length.
         Variant("full-attention", model_options=(("attention", "full"),)),
-        # Dropout's masks come from a serial random number generator on CPU; this prices them.
+        # Dropout's masks come from a serial random number generator on CPU; this prices them,
+        # and torch-dropout prices them as F.dropout draws them (bernoulli_, twice torch.rand's time).
         Variant("no-dropout", model_options=(("dropout", 0.0),)),
+        Variant("torch-dropout", torch_dropout=True),
         Variant("workers=1", num_workers=1, persistent_workers=True),
         Variant("workers=2", num_workers=2, persistent_workers=True),
     )
 }
 DEFAULT_TRAIN_VARIANTS = {
     "informer": ("fp32", "bf16", "compile", "bf16+compile", "loop-adam", "workers=1", "workers=2", "full-attention",
-                 "no-dropout"),
+                 "no-dropout", "torch-dropout"),
     # A LogSparse step takes seconds at this size: loading (measured by the loader rows) is
     # negligible beside it, so only the numerics variants are timed.
     "logsparse": ("fp32", "bf16", "compile", "bf16+compile"),
@@ -314,11 +317,33 @@ class Trainer:
         """Next batch, forward, loss, backward, Adam step, zero_grad; returns the loss."""
         device = self.setting.device
         batch = {key: value.to(device, non_blocking=True) for key, value in self.batches.next_batch().items()}
-        loss = self.loss(batch)
+        with _torch_dropout() if self.variant.torch_dropout else nullcontext():
+            loss = self.loss(batch)
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(loss.detach())  # waits for the device
+
+
+@contextmanager
+def _torch_dropout() -> Iterator[None]:
+    """Every forecast dropout drawn by ``F.dropout`` meanwhile: the masks as they were before
+    :mod:`forecast.layers.dropout`, to price them against it in one process."""
+    import forecast.layers.dropout as cheap
+
+    def torch_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+        return torch.nn.functional.dropout(x, p, training)
+
+    # Dropout.forward reads the name from its module; the attention kernels imported it by name.
+    original = cheap.apply_dropout
+    users = [module for module in list(sys.modules.values()) if getattr(module, "apply_dropout", None) is original]
+    for module in users:
+        module.apply_dropout = torch_dropout
+    try:
+        yield
+    finally:
+        for module in users:
+            module.apply_dropout = original
 
 
 def _timed(step: Callable[[], Any], device: str) -> tuple[float, Any]:

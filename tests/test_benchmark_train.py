@@ -208,3 +208,19 @@ def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
     assert row["gflop_per_step"] > 0 and row["step_ms"] > 0 and row["gemm_gflops"] > 0
     assert row["share"] == pytest.approx(row["achieved_gflops"] / row["gemm_gflops"])
     assert row["achieved_gflops"] == pytest.approx(row["gflop_per_step"] / row["step_ms"] * 1000)
+
+
+def test_the_torch_dropout_variant_draws_every_mask_with_f_dropout_and_restores(bench):
+    import forecast.layers.attention.probsparse as probsparse
+    import forecast.layers.dropout as cheap
+
+    x, original = torch.ones(1000), cheap.apply_dropout
+    with bench._torch_dropout():
+        assert probsparse.apply_dropout is not original
+        torch.manual_seed(0)
+        patched = cheap.Dropout(0.3).train()(x)
+    torch.manual_seed(0)
+    assert torch.equal(patched, torch.nn.functional.dropout(x, 0.3, True))
+    assert probsparse.apply_dropout is cheap.apply_dropout is original
+    torch.manual_seed(0)
+    assert not torch.equal(cheap.Dropout(0.3).train()(x), patched)  # the cheap masks again

@@ -12,6 +12,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PaddingMode
 
 Activation = Literal["gelu", "relu"]
@@ -25,7 +26,7 @@ class FeedForward(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(d_model, d_ff),
             nn.GELU() if activation == "gelu" else nn.ReLU(),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(d_ff, d_model),
         )
 
@@ -43,7 +44,7 @@ class EncoderLayer(nn.Module):
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, need_weights: bool = False):
         attended = self.attention(x, x, x, need_weights=need_weights)
@@ -109,7 +110,7 @@ class DecoderLayer(nn.Module):
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.norm3 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
         x = self.norm1(x + self.dropout(self.self_attention(x, x, x)))

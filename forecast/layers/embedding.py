@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from forecast.errors import ConfigError
+from forecast.layers.dropout import Dropout
 
 PaddingMode = Literal["circular", "replicate", "zeros"]
 TimeEncoding = Literal["timeF", "fixed", "learned"]
@@ -142,7 +143,7 @@ class DataEmbedding(nn.Module):
         self.value = ValueEmbedding(c_in, d_model, padding_mode)
         self.position = PositionalEmbedding(d_model)
         self.time = time_embedding(d_model, n_time_features, time_encoding, time_feature_sizes)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor) -> torch.Tensor:
         # The calendar term comes first because a sum takes the memory layout of its first

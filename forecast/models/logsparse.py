@@ -67,6 +67,7 @@ from forecast.errors import ConfigError, DataError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, PreNormCausalBlock
 from forecast.layers.channels import merge_series, per_series, series_rows
+from forecast.layers.dropout import Dropout, apply_dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
@@ -200,7 +201,7 @@ def _attend_newest(
         scores[..., slot] = torch.linalg.vecdot(query, key)
     scores.mul_(query.shape[-1] ** -0.5)
     weights = torch.softmax(scores.to(accumulate), dim=-1).to(values[0].dtype)  # [B, H, n]
-    weights = F.dropout(weights, dropout, training)
+    weights = apply_dropout(weights, dropout, training)
     out = torch.zeros_like(query, dtype=accumulate)  # [B, H, E]
     for slot, value in enumerate(values):
         out.addcmul_(weights[..., slot].unsqueeze(-1), value)
@@ -237,7 +238,7 @@ class LogSparseTransformer(ForecastModel):
         self.series_embedding = (
             nn.Embedding(spec.c_out, d_model) if independent and config.series_embedding else None
         )
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(
             PreNormCausalBlock(self._attention(), d_model, config.d_ff, config.dropout, config.activation)
             for _ in range(config.n_layers)

@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from forecast.checks import require_int, require_real
 from forecast.errors import ConfigError
+from forecast.layers.dropout import Dropout
 
 
 class CausalConv1dProjection(nn.Module):
@@ -80,7 +81,7 @@ class MultiHeadAttention(nn.Module):
         self.key_projection = CausalConv1dProjection(d_model, d_model, qk_kernel_size, bias)
         self.value_projection = nn.Linear(d_model, d_model, bias=bias)
         self.out_projection = nn.Linear(d_model, d_model, bias=bias)
-        self.dropout = nn.Dropout(require_real("dropout", dropout, low=0, high=1, high_open=True))
+        self.dropout = Dropout(require_real("dropout", dropout, low=0, high=1, high_open=True))
 
     def _check_inputs(self, queries: Tensor, keys: Tensor, values: Tensor) -> None:
         shapes = f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"

@@ -14,6 +14,7 @@ from forecast.checks import require_choice, require_int, require_real
 from forecast.errors import ConfigError
 from forecast.layers.attention.autograd import _CausalRunningAverage
 from forecast.layers.attention.reference import _accumulation_dtype, _check_attention_inputs
+from forecast.layers.dropout import apply_dropout
 from forecast.layers.masks import causal_mask
 
 LAZY_FILLS = ("mean", "cumsum")
@@ -337,7 +338,7 @@ class ProbSparseAttention(nn.Module):
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = torch.softmax(scores.to(_accumulation_dtype(scores.dtype)), dim=-1).to(values.dtype)
-        return F.dropout(weights, dropout, self.training) @ value_heads, weights
+        return apply_dropout(weights, dropout, self.training) @ value_heads, weights
 
     def forward(
         self, queries: Tensor, keys: Tensor, values: Tensor, need_weights: bool = False

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from forecast.errors import ConfigError
+from forecast.layers.dropout import apply_dropout
 
 
 def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -59,6 +59,6 @@ def dense_masked_attention(
             raise ConfigError("the attention mask leaves a query without any visible key; every row needs a True")
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores.to(_accumulation_dtype(scores.dtype)), dim=-1).to(values.dtype)  # [B, H, L, S]
-    dropped = F.dropout(weights, dropout, training)
+    dropped = apply_dropout(weights, dropout, training)
     out = torch.einsum("bhls,bshe->blhe", dropped, values)  # [B, L, H, E]
     return (out, weights) if need_weights else out

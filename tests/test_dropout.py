@@ -1,0 +1,76 @@
+"""forecast.layers.dropout: the same Bernoulli masks as F.dropout, drawn more cheaply on the CPU."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from forecast.layers.dropout import Dropout, apply_dropout
+from forecast.models import MODELS, DataSpec, build_model
+
+N = 1_000_000
+
+
+def within(observed: float, expected: float, n: int, sigmas: float = 5.0) -> bool:
+    """``observed`` is a frequency of ``n`` draws within ``sigmas`` binomial standard errors of ``expected``."""
+    return abs(observed - expected) <= sigmas * math.sqrt(expected * (1 - expected) / n)
+
+
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.013])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_keep_rate_is_one_minus_p_and_kept_values_are_scaled(p, dtype):
+    torch.manual_seed(0)
+    out = apply_dropout(torch.ones(N, dtype=dtype), p, True)
+    kept = out != 0
+    assert out.dtype == dtype
+    # bfloat16 uniforms would move a keep rate of 0.987 by about 0.002 (18 standard errors here): the draw is float32.
+    assert within(kept.double().mean().item(), 1 - p, N)
+    torch.testing.assert_close(out[kept], torch.full((int(kept.sum()),), 1 / (1 - p), dtype=dtype))
+
+
+def test_masks_are_independent_across_elements_and_calls():
+    torch.manual_seed(1)
+    p, keep = 0.3, 0.7
+    first = apply_dropout(torch.ones(N), p, True) != 0
+    second = apply_dropout(torch.ones(N), p, True) != 0
+    both_neighbours = (first[:-1] & first[1:]).double().mean().item()
+    assert within(both_neighbours, keep**2, N - 1)
+    every_other = (first[:-2] & first[2:]).double().mean().item()
+    assert within(every_other, keep**2, N - 2)
+    assert within((first & second).double().mean().item(), keep**2, N)
+    rows = first.reshape(1000, 1000).double()  # no element position is favoured
+    assert within(rows.mean(0).min().item(), keep, 1000, sigmas=6) and within(rows.mean(0).max().item(), keep, 1000, sigmas=6)
+
+
+def test_the_gradient_is_the_mask_times_the_scale():
+    torch.manual_seed(2)
+    x = torch.randn(64, 32, requires_grad=True)
+    out = apply_dropout(x, 0.25, True)
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, (out != 0).float() / 0.75)
+    torch.testing.assert_close(out, x.detach() * x.grad)
+
+
+def test_eval_and_edge_probabilities():
+    x = torch.randn(5, 7)
+    assert apply_dropout(x, 0.4, False) is x
+    assert apply_dropout(x, 0.0, True) is x
+    assert torch.equal(apply_dropout(x, 1.0, True), torch.zeros_like(x))
+    layer = Dropout(0.4)
+    assert isinstance(layer, nn.Dropout) and not layer.state_dict()
+    assert torch.equal(layer.eval()(x), x)
+    torch.manual_seed(3)
+    trained = layer.train()(torch.ones(N))
+    assert within((trained != 0).double().mean().item(), 0.6, N)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_model_drops_out_through_the_cheap_masks(name):
+    spec = DataSpec(seq_len=32, label_len=16, pred_len=8, c_in=3, c_out=3, n_time_features=4, season=4)
+    model = build_model(name, spec)
+    plain = [type(module).__name__ for module in model.modules()
+             if isinstance(module, nn.Dropout) and not isinstance(module, Dropout)]
+    assert not plain
