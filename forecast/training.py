@@ -19,8 +19,8 @@ import signal
 import subprocess
 import time
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any

@@ -461,11 +461,11 @@ def test_cached_steps_give_the_full_pass_states_without_seeing_later_tokens(opti
     with torch.no_grad():
         _, lagged, known, marks, series_ids = model._tokens(x, x_mark, y_mark, future=future_values(s, dtype=dtype))
         full, _ = model._hidden(lagged, known, marks, series_ids)  # [B', T, D]
-        hidden, caches = model._prefill(lagged[:, :prefix], known[:, :prefix], marks[:, :prefix], series_ids)
+        hidden, cache = model._prefill(lagged[:, :prefix], known[:, :prefix], marks[:, :prefix], series_ids)
         states = [hidden]
         for position in range(prefix, lagged.shape[1]):
             states.append(model._step(lagged[:, position], known[:, position], marks[:, position], series_ids,
-                                      position, caches))
+                                      position, cache))
         stepped = model.norm(torch.stack(states, dim=1))  # [B', T - prefix + 1, D]
         cut = 15
         later = torch.randn(lagged[:, cut + 1:].shape, generator=torch.Generator().manual_seed(3), dtype=dtype)

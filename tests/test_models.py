@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from forecast.errors import ConfigError
+from forecast.errors import ConfigError, DataError
 from forecast.models import MODELS, DataSpec, ForecastModel, Informer, InformerConfig, build_model, model_options
 
 TINY = dict(d_model=16, n_heads=2, d_ff=32, e_layers=2, d_layers=1, dropout=0.0, factor=2)
@@ -49,6 +49,20 @@ def test_every_registered_model_keeps_the_contract(name):
     model = build_model(name, s, **options)
     assert isinstance(model, ForecastModel)
     assert model(*batch(s)).shape == (3, 6, 1)
+
+
+@pytest.mark.parametrize("name, options", [("informer", {}), ("informer", {"stack": [2, 1]}), ("transformer", {}),
+                                           ("logsparse", {})])
+def test_encoder_decoder_and_decoder_only_models_name_a_batch_of_the_wrong_shape(name, options):
+    s = spec("MS", seq_len=24, label_len=12, pred_len=6)
+    model = build_model(name, s, d_model=16, n_heads=2, **options)
+    x, x_mark, y_mark = batch(s)
+    with pytest.raises(DataError, match=r"x has shape \(3, 24, 2\), expected \[B, 24, 3\]"):
+        model(x[..., :2], x_mark, y_mark)
+    with pytest.raises(DataError, match="x_mark has shape"):
+        model(x, x_mark[:, :20], y_mark)
+    with pytest.raises(DataError, match="y_mark"):
+        model(x, x_mark, y_mark[:, :4])
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

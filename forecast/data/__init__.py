@@ -59,7 +59,7 @@ _TORCH_PARTS = {
 
 if TYPE_CHECKING:
     from forecast.data.datamodule import WindowDataModule, describe_splits
-    from forecast.data.fitted import FittedState, FutureBatch
     from forecast.data.dataset import ITEM_KEYS, WindowDataset
+    from forecast.data.fitted import FittedState, FutureBatch
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _TORCH_PARTS)

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from forecast.checks import require_choice, require_int, require_ints, require_levels
-from forecast.errors import ConfigError
+from forecast.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # the data layer's type, named for readers only: models never import data
     from forecast.data.fitted import FittedState
@@ -79,6 +79,35 @@ class DataSpec:
 
 # torch.quantile refuses inputs of more than 2**24 elements.
 _QUANTILE_MAX_ELEMENTS = 2**24
+
+
+def check_batch(spec: DataSpec, model: str, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None,
+                y_mark_steps: int | None = None) -> None:
+    """DataError unless a batch has the shapes of ``spec``: ``x [B, L, C_in]``, ``x_mark [B, L, F]``,
+    ``y_mark [B, y_mark_steps, F]`` (at least ``P`` steps when ``None``) and ``future [B, P, C_in]``.
+
+    Checked before the first layer, where a wrong width would otherwise surface as a matrix-product
+    error deep inside the model.
+    """
+    expected = {
+        "x": (x, spec.seq_len, spec.c_in),
+        "x_mark": (x_mark, spec.seq_len, spec.n_time_features),
+        "y_mark": (y_mark, y_mark_steps, spec.n_time_features),
+    }
+    if future is not None:
+        expected["future"] = (future, spec.pred_len, spec.c_in)
+    for name, (tensor, length, width) in expected.items():
+        if (tensor.dim() != 3 or tensor.shape[0] != x.shape[0] or (length is not None and tensor.shape[1] != length)
+                or tensor.shape[2] != width):
+            raise DataError(
+                f"{model}: {name} has shape {tuple(tensor.shape)}, expected [B, "
+                f"{length if length is not None else 'label_len + P'}, {width}] for the DataSpec it was built with "
+                f"(seq_len={spec.seq_len}, label_len={spec.label_len}, pred_len={spec.pred_len}, c_in={spec.c_in}, "
+                f"F={spec.n_time_features}); build the model from the data module that serves the batches"
+            )
+    if y_mark.shape[1] < spec.pred_len:
+        raise DataError(f"{model}: y_mark has {y_mark.shape[1]} steps, fewer than pred_len={spec.pred_len}; it must "
+                        "cover label_len + pred_len steps")
 
 
 def path_quantiles(paths: Tensor, levels: Sequence[float]) -> dict[float, Tensor]:

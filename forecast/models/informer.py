@@ -37,7 +37,7 @@ from forecast.layers.blocks import (
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import DataEmbedding, PaddingMode
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
-from forecast.models.base import DataSpec, ForecastModel
+from forecast.models.base import DataSpec, ForecastModel, check_batch
 
 Channels = Literal["joint", "independent"]
 
@@ -188,6 +188,7 @@ class Informer(ForecastModel):
 
     def attention_weights(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> list[object]:
         """The encoder's attention weights, one entry per layer (stacked encoders in order)."""
+        check_batch(self.spec, type(self).__name__, x, x_mark, y_mark)
         return list(self.encode(x, x_mark, need_weights=True)[1])
 
     def _encode(self, x: torch.Tensor, x_mark: torch.Tensor, need_weights: bool = False):
@@ -202,6 +203,7 @@ class Informer(ForecastModel):
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
         spec, batch = self.spec, x.shape[0]
+        check_batch(spec, type(self).__name__, x, x_mark, y_mark, y_mark_steps=spec.label_len + spec.pred_len)
         stats, x, x_mark, y_mark = self._sequences(x, x_mark, y_mark)  # [B', L, V], [B', L, F], [B', T, F]
         memory, _ = self._encode(x, x_mark)
         placeholders = x.new_zeros(x.shape[0], spec.pred_len, x.shape[2])  # [B', P, V]

@@ -63,15 +63,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from forecast.checks import require_bool, require_choice, require_int, require_levels, require_real
-from forecast.errors import ConfigError, DataError
+from forecast.errors import ConfigError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, PreNormCausalBlock
 from forecast.layers.channels import merge_series, per_series, series_rows
-from forecast.layers.dropout import Dropout, apply_dropout
+from forecast.layers.decoding import KeyValueCache
+from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
-from forecast.models.base import DataSpec, ForecastModel, path_quantiles
+from forecast.models.base import DataSpec, ForecastModel, check_batch, path_quantiles
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
 
@@ -151,63 +152,6 @@ def _standard_normal(shape: Sequence[int], like: Tensor, generator: torch.Genera
     return torch.randn(tuple(shape), generator=generator, device=device, dtype=like.dtype).to(like.device)
 
 
-@dataclass
-class _LayerCache:
-    """One layer's memory of the tokens decoded so far: what the next token's attention reads.
-
-    ``window [B', k-1, D]``: the last ``k - 1`` attention inputs (after the block's first
-    LayerNorm); with the new token's they are the receptive field of its convolutional
-    query and key (zero rows before token 0, as the convolution's left padding).
-    ``keys``/``values``: one ``[B', H, E]`` per token so far, in position order; the
-    attention reads only the positions its pattern makes visible from the newest token.
-    """
-
-    window: Tensor
-    keys: list[Tensor]
-    values: list[Tensor]
-
-
-def _attend_prefix(attention: MultiHeadAttention, normed: Tensor) -> tuple[Tensor, _LayerCache]:
-    """The attention branch ``[B', S, D]`` of a full pass over ``normed [B', S, D]`` and the layer's cache.
-
-    ``MultiHeadAttention.forward`` spelled out, so that its keys and values are kept
-    rather than computed twice.
-    """
-    batch, length, width = normed.shape
-    head_shape = (batch, length, attention.n_heads, width // attention.n_heads)
-    queries = attention.query_projection(normed).reshape(head_shape)  # [B', S, D] -> [B', S, H, E]
-    keys = attention.key_projection(normed).reshape(head_shape)  # [B', S, D] -> [B', S, H, E]
-    values = attention.value_projection(normed).reshape(head_shape)  # [B', S, D] -> [B', S, H, E]
-    merged = attention.attention(queries, keys, values).reshape(batch, length, width)  # [B', S, H, E] -> [B', S, D]
-    context = attention.query_projection.kernel_size - 1
-    last = normed[:, max(length - context, 0):]  # [B', min(S, k-1), D]
-    window = F.pad(last, (0, 0, context - last.shape[1], 0))  # [B', k-1, D]: zero rows before token 0
-    cache = _LayerCache(window, list(keys.unbind(1)), list(values.unbind(1)))
-    return attention.dropout(attention.out_projection(merged)), cache
-
-
-def _attend_newest(
-    query: Tensor, keys: Sequence[Tensor], values: Sequence[Tensor], dropout: float, training: bool
-) -> Tensor:
-    """Attention of one query ``[B, H, E]`` over its visible keys and values (``[B, H, E]`` each, one per offset).
-
-    The arithmetic of LogSparseAttention's fast path for its newest query, in the same
-    order: a dot product per offset, the scale, a softmax over the offsets in at least
-    float32, and the weighted sum accumulated offset by offset. Returns ``[B, H, E]``.
-    """
-    accumulate = torch.promote_types(query.dtype, torch.float32)
-    scores = query.new_empty(*query.shape[:2], len(keys))  # [B, H, n]
-    for slot, key in enumerate(keys):
-        scores[..., slot] = torch.linalg.vecdot(query, key)
-    scores.mul_(query.shape[-1] ** -0.5)
-    weights = torch.softmax(scores.to(accumulate), dim=-1).to(values[0].dtype)  # [B, H, n]
-    weights = apply_dropout(weights, dropout, training)
-    out = torch.zeros_like(query, dtype=accumulate)  # [B, H, E]
-    for slot, value in enumerate(values):
-        out.addcmul_(weights[..., slot].unsqueeze(-1), value)
-    return out.to(values[0].dtype)
-
-
 class LogSparseTransformer(ForecastModel):
     """Decoder-only LogSparse Transformer; see the module docstring for tokens, decoding, variables and heads.
 
@@ -262,34 +206,6 @@ class LogSparseTransformer(ForecastModel):
         return MultiHeadAttention(inner, c.d_model, c.n_heads, qk_kernel_size=c.qk_kernel_size)
 
     # -- inputs ------------------------------------------------------------------------------
-
-    def _check_inputs(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None) -> None:
-        s = self.spec
-        expected = {
-            "x": (x, (s.seq_len, s.c_in)),
-            "x_mark": (x_mark, (s.seq_len, s.n_time_features)),
-            "y_mark": (y_mark, (None, s.n_time_features)),
-        }
-        if future is not None:
-            expected["future"] = (future, (s.pred_len, s.c_in))
-        for name, (tensor, (length, width)) in expected.items():
-            if (
-                tensor.dim() != 3
-                or tensor.shape[0] != x.shape[0]
-                or (length is not None and tensor.shape[1] != length)
-                or tensor.shape[2] != width
-            ):
-                raise DataError(
-                    f"LogSparseTransformer: {name} has shape {tuple(tensor.shape)}, expected "
-                    f"[B, {length if length is not None else 'label_len + P'}, {width}] for the DataSpec it was "
-                    f"built with (seq_len={s.seq_len}, pred_len={s.pred_len}, c_in={s.c_in}, "
-                    f"F={s.n_time_features}); build the model from the datamodule that serves the batches"
-                )
-        if y_mark.shape[1] < s.pred_len:
-            raise DataError(
-                f"LogSparseTransformer: y_mark has {y_mark.shape[1]} steps, fewer than pred_len={s.pred_len}; "
-                "it must cover label_len + pred_len steps"
-            )
 
     def _layout(self, per_variable: Tensor) -> Tensor:
         """``[B, T, C_in]`` -> ``[B', T, V]``: one row per series, exogenous inputs first, outputs last."""
@@ -399,18 +315,11 @@ class LogSparseTransformer(ForecastModel):
 
     def _prefill(
         self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None
-    ) -> tuple[Tensor, list[_LayerCache]]:
+    ) -> tuple[Tensor, KeyValueCache]:
         """One full pass over the first tokens: the last token's state ``[B', D]`` (before the final
-        LayerNorm) and every layer's cache."""
-        hidden = self.dropout(self._embed(lagged, known, marks, series_ids))  # [B', n, D]
-        caches = []
-        # PreNormCausalBlock.forward, keeping each layer's keys and values.
-        for block in self.blocks:
-            attended, cache = _attend_prefix(block.attention, block.norm1(hidden))
-            hidden = hidden + block.dropout(attended)
-            hidden = hidden + block.dropout(block.feed_forward(block.norm2(hidden)))
-            caches.append(cache)
-        return hidden[:, -1], caches
+        LayerNorm) and the cache the next tokens attend through."""
+        cache = KeyValueCache(self.blocks, self._visible_offsets)
+        return cache.prefill(self.dropout(self._embed(lagged, known, marks, series_ids))), cache  # [B', n, D] in
 
     def _visible_offsets(self, position: int) -> tuple[int, ...]:
         """Offsets back from token ``position`` to the keys it attends (0 first, all <= position)."""
@@ -419,40 +328,14 @@ class LogSparseTransformer(ForecastModel):
             return tuple(range(position + 1))
         return logsparse_offsets(position + 1, c.local_window, c.sub_len)
 
-    def _attend_step(
-        self, attention: MultiHeadAttention, normed: Tensor, position: int, cache: _LayerCache
-    ) -> Tensor:
-        """The attention branch ``[B', D]`` of token ``position`` from its input ``normed [B', D]``.
-
-        Appends the token's key and value to ``cache`` and slides its convolution window.
-        """
-        batch, width = normed.shape
-        head_shape = (batch, attention.n_heads, width // attention.n_heads)
-        field = torch.cat([cache.window, normed.unsqueeze(1)], dim=1)  # [B', k, D]: the convolution's receptive field
-        cache.window = field[:, 1:]
-        query = attention.query_projection.project_last(field).reshape(head_shape)  # [B', D] -> [B', H, E]
-        cache.keys.append(attention.key_projection.project_last(field).reshape(head_shape))  # [B', D] -> [B', H, E]
-        cache.values.append(attention.value_projection(normed).reshape(head_shape))  # [B', D] -> [B', H, E]
-        offsets = self._visible_offsets(position)
-        inner = attention.attention
-        out = _attend_newest(query, [cache.keys[position - d] for d in offsets],
-                             [cache.values[position - d] for d in offsets], inner.dropout, inner.training)
-        merged = out.reshape(batch, width)  # [B', H, E] -> [B', D]
-        return attention.dropout(attention.out_projection(merged))
-
     def _step(
         self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, position: int,
-        caches: list[_LayerCache],
+        cache: KeyValueCache,
     ) -> Tensor:
         """State ``[B', D]`` (before the final LayerNorm) of the one token at ``position`` (lagged, known
-        ``[B', V]``, marks ``[B', F]``), from the caches of the tokens before it; extends them."""
+        ``[B', V]``, marks ``[B', F]``), from the cache of the tokens before it; extends it."""
         token = self._embed(lagged.unsqueeze(1), known.unsqueeze(1), marks.unsqueeze(1), series_ids, first=position)
-        hidden = self.dropout(token[:, 0])  # [B', D]
-        # PreNormCausalBlock.forward for one position: LayerNorm and feed-forward act per position.
-        for block, cache in zip(self.blocks, caches, strict=True):
-            hidden = hidden + block.dropout(self._attend_step(block.attention, block.norm1(hidden), position, cache))
-            hidden = hidden + block.dropout(block.feed_forward(block.norm2(hidden)))
-        return hidden
+        return cache.step(self.dropout(token[:, 0]), position)  # [B', 1, D] -> [B', D]
 
     def step_outputs(
         self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None
@@ -464,7 +347,7 @@ class LogSparseTransformer(ForecastModel):
         one-shot forecast is ``mean[:, L:]``); with ``future [B, P, C_in]`` they are
         teacher-forced.
         """
-        self._check_inputs(x, x_mark, y_mark, future)
+        check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark, future)
         stats, *tokens = self._tokens(x, x_mark, y_mark, future)
         mean, scale = self._predict(*tokens)
         batch = x.shape[0]
@@ -480,7 +363,7 @@ class LogSparseTransformer(ForecastModel):
         ``to_dense()`` for small T), or dense ``[B', H, T, T]`` tensors for full attention
         and the dense reference. Rows are series in channel-independent mode (``B * C_out``).
         """
-        self._check_inputs(x, x_mark, y_mark)
+        check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
         _, *tokens = self._tokens(x, x_mark, y_mark)
         _, weights = self._hidden(*tokens, need_weights=True)
         return weights
@@ -524,14 +407,14 @@ class LogSparseTransformer(ForecastModel):
         length = self.spec.seq_len
         exogenous_pad = (self.n_inputs - self.n_outputs, 0)  # exogenous inputs stay unknown over the horizon
         # Tokens 0..L read observed steps only: one pass, whose last token forecasts horizon step 0.
-        hidden, caches = self._prefill(lagged[:, : length + 1], known[:, : length + 1], marks[:, : length + 1],
-                                       series_ids)
+        hidden, cache = self._prefill(lagged[:, : length + 1], known[:, : length + 1], marks[:, : length + 1],
+                                      series_ids)
         fed_back: list[Tensor] = []  # [B', n_out] per horizon step
         for position in range(length, length + self.spec.pred_len):  # token L+j forecasts horizon step j
             if fed_back:  # ... reading step j-1's fed-back value
                 value = fed_back[-1]
                 hidden = self._step(F.pad(value, exogenous_pad), F.pad(torch.ones_like(value), exogenous_pad),
-                                    marks[:, position], series_ids, position, caches)
+                                    marks[:, position], series_ids, position, cache)
             mean, scale = self._head(self.norm(hidden))  # [B', n_out] each
             fed_back.append(self._next_value(mean, scale, draw, generator))
         return torch.stack(fed_back, dim=1)
@@ -549,7 +432,7 @@ class LogSparseTransformer(ForecastModel):
         """Point forecast ``[B, P, C_out]`` (the Gaussian head's mean)."""
         if self.config.decoding == "one_shot":
             return self.step_outputs(x, x_mark, y_mark).mean[:, -self.spec.pred_len :]
-        self._check_inputs(x, x_mark, y_mark)
+        check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
         return self._rollout(x, x_mark, y_mark, draw=False)
 
     # -- training ----------------------------------------------------------------------------
@@ -653,7 +536,7 @@ class LogSparseTransformer(ForecastModel):
             prediction = self.step_outputs(x, x_mark, y_mark)
             mean, scale = prediction.mean[:, -horizon:], prediction.scale[:, -horizon:]  # [B, P, C_out]
             return mean + scale * _standard_normal((n_samples, *mean.shape), mean, generator)  # [S, B, P, C_out]
-        self._check_inputs(x, x_mark, y_mark)
+        check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
         batch = x.shape[0]
         paths = []
         for start in range(0, n_samples, chunk_size or n_samples):
