@@ -120,28 +120,6 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_string(float_format="{:.4f}".format)
 
 
-def _data_module(config, data: Any, fitted=None):
-    from forecast.data import WindowDataModule
-
-    options = {k: v for k, v in config.data.items() if k != "dataset"}
-    datamodule = WindowDataModule(data, seed=config.seed, fitted=fitted, **options)
-    datamodule.setup()
-    return datamodule
-
-
-def _print_validation(module, datamodule, progress: bool) -> None:
-    import lightning as L
-
-    from forecast.training import lightning_messages, lightning_warnings
-
-    with lightning_messages(progress), lightning_warnings(num_workers=datamodule.config.num_workers):
-        trainer = L.Trainer(logger=False, enable_progress_bar=progress, enable_model_summary=False,
-                            enable_checkpointing=False)
-        metrics = trainer.validate(module, datamodule=datamodule, verbose=False)[0]
-    values = ", ".join(f"{name} {float(value):.4f}" for name, value in metrics.items())
-    print(f"validation over {len(datamodule.val_dataset)} windows (standardized scale): {values}")
-
-
 def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
     print_config = any(token in _PRINT_CONFIG for token in tokens)
     config, _ = _config("fit", [token for token in tokens if token not in _PRINT_CONFIG])
@@ -156,7 +134,9 @@ def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
     started = time.perf_counter()
     forecaster.fit(config.dataset, split=config.split, run_dir=run_dir)
     print(f"fitted in {time.perf_counter() - started:.1f} s; the best epoch's weights are saved in {run_dir}")
-    _print_validation(forecaster.module, forecaster.datamodule, config.progress)
+    trained = forecaster.last_fit
+    if trained.best_val_loss is not None:
+        print(f"best epoch {trained.best_epoch} of {trained.epochs}: validation loss {trained.best_val_loss:.4f}")
     return 0
 
 
@@ -165,10 +145,10 @@ def _validate(args: argparse.Namespace, tokens: list[str]) -> int:
 
     config, flags = _config("validate", tokens)
     run_dir = _run_dir(config, must_exist=True)
-    forecaster = Forecaster.load(run_dir)
-    datamodule = _data_module(config, flags["input"] or config.dataset, forecaster.fitted_state)
-    print(f"run {run_dir} on {datamodule.source}")
-    _print_validation(forecaster.module, datamodule, config.progress)
+    data = flags["input"] or config.dataset
+    report = Forecaster.load(run_dir).evaluate(data, split=config.split, windows="val")
+    print(f"validation of {run_dir} on {data} over {report.attrs['n_windows']} windows:")
+    print(_table(report))
     return 0
 
 

@@ -71,7 +71,7 @@ def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def test_fit_then_predict_through_the_console_script(workdir):
     fitted = run_cli(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--trainer.max_epochs", "1"], workdir)
     assert fitted.returncode == 0, fitted.stderr
-    assert "validation over" in fitted.stdout
+    assert "best epoch 0 of 1: validation loss" in fitted.stdout
     run_dir = workdir / "run"
     assert (run_dir / "config.json").is_file() and (run_dir / "model.pt").is_file()
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
@@ -101,7 +101,9 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
     capsys.readouterr()
 
     assert main(["validate", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
-    assert "val_loss" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    expected = Forecaster.load(workdir / "run").evaluate(workdir / "toy.csv", windows="val")
+    assert f"over {expected.attrs['n_windows']} windows" in out and f"{expected.loc['mse', 'standardized']:.4f}" in out
 
     assert main(["test", "--config", "tiny.yaml", "--run_dir", "run", "--report", "report.csv"]) == 0
     out = capsys.readouterr().out
@@ -144,9 +146,11 @@ def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
     other.to_csv(workdir / "other.csv", index=False)
     capsys.readouterr()
     assert main(["validate", "--config", "tiny.yaml", "--run_dir", "run", "--input", "other.csv"]) == 0
-    printed = float(re.search(r"val_mse ([0-9.]+)", capsys.readouterr().out).group(1))
+    printed = float(re.search(r"\nmse +([0-9.]+)", capsys.readouterr().out).group(1))
     expected = Forecaster.load(workdir / "run").evaluate(workdir / "other.csv", windows="val")
-    assert printed == pytest.approx(expected.loc["mse", "standardized"], rel=1e-4)
+    assert printed == pytest.approx(expected.loc["mse", "standardized"], abs=1e-4)
+    own = Forecaster.load(workdir / "run").evaluate(workdir / "toy.csv", windows="val")
+    assert printed != pytest.approx(own.loc["mse", "standardized"], abs=1e-3)  # the other data, not the fitted
 
 
 def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
