@@ -447,3 +447,29 @@ def test_git_commit_is_dirty_for_modified_code_but_not_for_the_outputs_it_is_tol
     assert git_commit() == clean + "-dirty"
     (tmp_path / "pkg" / "__init__.py").write_text("x = 2\n")
     assert git_commit(outputs=[tmp_path / "results"]) == clean + "-dirty"
+
+
+def test_the_synthetic_panel_has_series_of_their_own_and_the_promotion_lift_it_says(tmp_path):
+    script = load_script("make_panel")
+    panel, params = script.make_panel(n_series=40, seed=3, min_length=300, max_length=900, max_start=500)
+    again, _ = script.make_panel(n_series=40, seed=3, min_length=300, max_length=900, max_start=500)
+    pd.testing.assert_frame_equal(panel, again)  # a seed makes the same panel
+    assert list(panel.columns) == ["unique_id", "ds", "y", "promo", "region"]
+    assert params["unique_id"].is_unique and len(params) == 40
+    assert params["length"].nunique() > 30 and params["start"].nunique() > 30 and set(params["season"]) == {24, 168}
+    for truth in params.itertuples():
+        rows = panel[panel["unique_id"] == truth.unique_id]
+        assert len(rows) == truth.length and rows["ds"].iloc[0] == truth.start
+        assert (rows["ds"].diff().dropna() == pd.Timedelta(hours=1)).all()  # regular hourly, in order
+        assert rows["region"].nunique() == 1  # static
+        # Least squares on the generating regressors recovers the lift (noise 0.3, hundreds of hours).
+        t = np.arange(truth.length)
+        design = np.column_stack([np.ones_like(t), t, np.sin(2 * np.pi * t / truth.season),
+                                  np.cos(2 * np.pi * t / truth.season), rows["promo"].to_numpy()])
+        coefficients, *_ = np.linalg.lstsq(design, rows["y"].to_numpy(), rcond=None)
+        if rows["promo"].sum() >= 24:  # a short series may see no promotion at all
+            assert coefficients[-1] == pytest.approx(truth.lift, abs=0.15)
+    promoted = panel.groupby("unique_id")["promo"].sum()
+    assert (promoted >= 24).mean() > 0.6 and 0.05 < panel["promo"].mean() < 0.2
+    assert script.main(["--series", "3", "--output", str(tmp_path / "p.csv"), "--params", str(tmp_path / "t.csv")]) == 0
+    assert pd.read_csv(tmp_path / "p.csv")["unique_id"].nunique() == 3 and len(pd.read_csv(tmp_path / "t.csv")) == 3
