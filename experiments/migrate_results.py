@@ -5,8 +5,8 @@
 Every such row was trained with the papers' settings (the only ones there were), so its
 recipe is ``paper``; its training settings come from re-reading the command it records
 (``python experiments/run.py ...``, the runner that ``forecast sweep --config`` replaced, or
-``forecast sweep --config ... [--set key=value]``) under that recipe. The options the command gives must equal the row's ``options``, or the
-script stops: a row is never re-keyed on a guess.
+``forecast sweep --config ... [--set key=value]``) under that recipe. The options the command
+gives must equal the row's ``options``, or the script stops: a row is never re-keyed on a guess.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def legacy_runner_experiment(args: list[str]) -> Experiment:
     training.update(seed=given.seed or 0, checkpoint_every_n_steps=given.checkpoint_every_n_steps,
                     checkpoint_every_minutes=given.checkpoint_every_minutes or None)
     return Experiment.from_recipe(
-        given.recipe or DEFAULT_RECIPE, given.model, {key: _value(text) for key, text in sorted(options.items())}, training,
+        given.recipe or DEFAULT_RECIPE, given.model, {key: _value(text) for key, text in sorted(options.items())},
+        training,
         dataset=given.dataset, features=given.features or "M", target=given.target, seq_len=given.seq_len,
         label_len=given.label_len, pred_len=given.pred_len, time_encoding=given.time_encoding or "timeF",
     )

@@ -391,7 +391,8 @@ def test_future_batch_of_another_frame_uses_the_fitted_scaler():
     later = make_frame(n=250, seed=5)
     future = dm.future_batch(later)
     raw = later[dm.input_columns].to_numpy()
-    np.testing.assert_allclose(future.batch["x"][0].numpy(), dm.fitted.scaler.transform(raw[-12:]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(future.batch["x"][0].numpy(), dm.fitted.scaler.transform(raw[-12:]),
+                               rtol=1e-5, atol=1e-6)
     assert future.index[0] == later["date"].iloc[-1] + pd.Timedelta(hours=1)
     with pytest.raises(UnknownColumnError, match="differ"):
         dm.future_batch(later.assign(extra=1.0))
