@@ -403,3 +403,27 @@ def test_values_are_the_table_columns_in_model_order(n, n_columns, target_index,
     assert series.output_columns[-1] == target
     assert set(series.input_columns) == ({target} if features == "S" else set(columns))
     np.testing.assert_array_equal(series.values, frame[list(series.input_columns)].to_numpy())
+
+
+@pytest.mark.parametrize("ids", [["s1", "s2", "s3"], [101, 102, 103]])
+def test_a_long_format_panel_read_as_one_series_is_named_with_the_fixes(ids):
+    """unique_id, ds, y: one block of rows per series (timestamps go backwards at each new series), or
+    the rows sorted by time (each timestamp repeats once per series)."""
+    blocks = [pd.DataFrame({"unique_id": series, "ds": pd.date_range("2024-01-01", periods=30, freq="h"),
+                            "y": np.arange(30.0) + index}) for index, series in enumerate(ids)]
+    by_series = pd.concat(blocks, ignore_index=True)
+    with pytest.raises(UnsortedTimestampError, match=r"long-format panel of 3 series told apart by column "
+                       r"'unique_id'.*df\.pivot\(index='ds', columns='unique_id'"):
+        prepare_series(by_series, date_column="ds", target="y", features="S")
+    by_time = by_series.sort_values(["ds", "unique_id"], kind="stable", ignore_index=True)
+    with pytest.raises(DuplicateTimestampError, match=r"long-format panel of 3 series.*df\[df\['unique_id'\] =="):
+        prepare_series(by_time, date_column="ds", target="y", features="S")
+
+
+def test_a_single_unsorted_series_gets_no_panel_hint():
+    frame = make_frame()
+    frame.loc[[5, 6], "date"] = frame.loc[[6, 5], "date"].to_numpy()
+    frame["label"] = "x"  # a constant text column splits nothing
+    with pytest.raises(UnsortedTimestampError) as error:
+        prepare_series(frame)
+    assert "long-format" not in str(error.value)

@@ -415,6 +415,26 @@ def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Ori
         )
 
 
+def _long_format_hint(frame: pd.DataFrame, dates: pd.DatetimeIndex, date_column: Hashable | None) -> str:
+    """The fix for a long-format panel read as one series: a column whose values split the rows into
+    series, each with increasing and unique timestamps (``unique_id`` in ``unique_id, ds, y``)."""
+    stamps = pd.Series(np.asarray(dates), index=frame.index)
+    for column in frame.columns:
+        ids = frame[column]
+        if column == date_column or pd.api.types.is_float_dtype(ids.dtype) or pd.api.types.is_bool_dtype(ids.dtype):
+            continue
+        count = ids.nunique()
+        if not 2 <= count <= len(frame) // 2:
+            continue
+        groups = stamps.groupby(ids.to_numpy(), sort=False)
+        if all(group.is_monotonic_increasing and group.is_unique for _, group in groups):
+            return (f" The rows look like a long-format panel of {count} series told apart by column {column!r}, "
+                    f"each in time order. Fix: forecast one series at a time (df[df[{column!r}] == some_id]), or "
+                    f"make one column per series (df.pivot(index={date_column!r}, columns={column!r}, "
+                    "values=<the target column>)).")
+    return ""
+
+
 def _holds_numbers(dtype: np.dtype) -> bool:
     """Whether a column's values are numbers as they are (booleans count as 0/1, durations do not)."""
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_timedelta64_dtype(dtype)
@@ -618,7 +638,13 @@ def prepare_series(
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
     dates, variables, date_column = _extract_dates(frame, date_column, origin)
-    _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
+    try:
+        _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
+    except (UnsortedTimestampError, DuplicateTimestampError) as error:
+        hint = _long_format_hint(frame, dates, date_column)
+        if hint:
+            raise type(error)(f"{error}{hint}") from None
+        raise
     input_columns, output_columns, target = _select_columns(
         frame, variables, features=features, target=target, columns=columns, origin=origin
     )
