@@ -55,6 +55,10 @@ class IrregularTimestampError(DataError):
     """Consecutive timestamps are not one frequency step apart (gaps or jitter)."""
 
 
+class MixedFrequencyError(DataError):
+    """The series of a panel step by different frequencies."""
+
+
 class NonNumericColumnError(DataError):
     """A variable column holds values that are not numbers."""
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from forecast._lazy import lazy_attributes
 from forecast.data.config import DataConfig
 from forecast.data.io import TimeSeries, prepare_series, read_csv
+from forecast.data.panel import Panel, PanelSeries, prepare_panel
 from forecast.data.splits import SPLIT_PROTOCOLS, DateSplit, FractionSplit, RowSplit, split_borders, window_count
 from forecast.data.timefeatures import (
     TIME_ENCODINGS,
@@ -31,6 +32,8 @@ __all__ = [
     "FittedState",
     "FractionSplit",
     "FutureBatch",
+    "Panel",
+    "PanelSeries",
     "RowSplit",
     "TimeSeries",
     "WindowDataModule",
@@ -39,6 +42,7 @@ __all__ = [
     "describe_splits",
     "frequency_resolution",
     "n_time_features",
+    "prepare_panel",
     "prepare_series",
     "read_csv",
     "split_borders",

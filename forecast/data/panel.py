@@ -1,0 +1,178 @@
+"""Long-format panels: many series of their own lengths and starts, on one clock.
+
+    unique_id, ds,                  y,    promo, region
+    store_1,   2024-01-01 00:00:00, 3.0,  0,     north
+    store_2,   2024-01-03 12:00:00, 7.5,  1,     south
+
+The format neuralforecast, Darts and pytorch-forecasting accept. :func:`prepare_panel`
+validates such a table (a DataFrame or a CSV path) and returns a :class:`Panel`: one
+:class:`PanelSeries` per id, in the order the ids first appear. Each series is checked as a wide
+table is (:func:`~forecast.data.io.prepare_series`): its timestamps parse, go forward, do not
+repeat and follow the frequency; its target and covariates are finite numbers (``fill_nan``
+opts in to filling). Every message names the series. The series share one frequency (given, or
+inferred per series and required to agree), and a static covariate holds one value per series.
+
+Covariates have roles: ``past_covariates`` are known up to the forecast's start only,
+``future_covariates`` are known ahead (a promotion calendar, holidays, a price plan), and
+``static_covariates`` describe a series (region, category; any type). This module reads and
+checks a panel; the data module does not cut windows from one yet (it reads one wide table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forecast.checks import require_choice
+from forecast.data.io import (
+    FILL_POLICIES,
+    Origin,
+    Table,
+    _check_order,
+    _fill_non_finite,
+    _find_date_column,
+    _numeric_values,
+    _resolve_frequency,
+    parse_dates,
+    read_table,
+)
+from forecast.errors import ConfigError, DataError, MixedFrequencyError, UnknownColumnError
+
+__all__ = ["Panel", "PanelSeries", "prepare_panel"]
+
+
+@dataclass(frozen=True)
+class PanelSeries:
+    """One series of a panel: ``dates [T]``, ``target [T]``, ``past [T, K_past]``,
+    ``future [T, K_future]`` (float64) and its static covariates by name."""
+
+    id: Hashable
+    dates: pd.DatetimeIndex
+    target: np.ndarray
+    past: np.ndarray
+    future: np.ndarray
+    static: dict[Hashable, Any]
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.dates)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A validated long-format panel: its series in first-appearance order and the columns' roles."""
+
+    source: str
+    id_column: Hashable
+    date_column: Hashable
+    target: Hashable
+    past_covariates: tuple[Hashable, ...]
+    future_covariates: tuple[Hashable, ...]
+    static_covariates: tuple[Hashable, ...]
+    freq: pd.DateOffset
+    series: tuple[PanelSeries, ...]
+
+    @property
+    def ids(self) -> tuple[Hashable, ...]:
+        return tuple(series.id for series in self.series)
+
+    def __getitem__(self, series_id: Hashable) -> PanelSeries:
+        for series in self.series:
+            if series.id == series_id:
+                return series
+        raise KeyError(f"{self.source}: no series {series_id!r}; it has {len(self.series)} series, e.g. "
+                       f"{list(self.ids[:5])!r}")
+
+
+def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column: Hashable, target: Hashable,
+           covariates: dict[str, tuple[Hashable, ...]]) -> None:
+    """ConfigError for a column given two roles, UnknownColumnError for a column the table lacks."""
+    named = [("id_column", id_column), ("date_column", date_column), ("target", target)]
+    named += [(role, column) for role, columns in covariates.items() for column in columns]
+    seen: dict[Hashable, str] = {}
+    for role, column in named:
+        if column in seen:
+            raise ConfigError(f"{origin.label}: column {column!r} is given as both {seen[column]} and {role}. "
+                              "Fix: give each column one role.")
+        seen[column] = role
+    missing = [(role, column) for role, column in named if column not in frame.columns]
+    if missing:
+        role, column = missing[0]
+        raise UnknownColumnError(f"{origin.label}: {role} {column!r} is not a column; the columns are "
+                                 f"{list(frame.columns)!r}. Fix: name the column as the table spells it.")
+
+
+def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Origin) -> dict[Hashable, Any]:
+    values = {}
+    for column in columns:
+        distinct = rows[column].drop_duplicates()
+        if len(distinct) != 1:
+            raise DataError(f"{origin.label}: static covariate {column!r} takes {len(distinct)} values "
+                            f"({list(distinct[:3])!r}...), one per series is expected. Fix: make it constant "
+                            "within each series, or pass it as a past or future covariate.")
+        values[column] = distinct.iloc[0]
+    return values
+
+
+def prepare_panel(
+    data: Table,
+    *,
+    id_column: Hashable,
+    target: Hashable,
+    date_column: Hashable | None = None,
+    past_covariates: Sequence[Hashable] = (),
+    future_covariates: Sequence[Hashable] = (),
+    static_covariates: Sequence[Hashable] = (),
+    freq: str | pd.DateOffset | None = None,
+    fill_nan: str | None = None,
+) -> Panel:
+    """Validate a long-format table and split it into its series (see the module docstring).
+
+    ``date_column=None`` takes the one column holding timestamps. ``freq`` (a pandas
+    offset alias) is checked against every series; ``None`` infers it per series and requires
+    the series to agree (:class:`~forecast.errors.MixedFrequencyError` names two that do not).
+    """
+    require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
+    if isinstance(data, pd.Series):
+        raise ConfigError("<Series>: a panel is a table with an id column. Fix: pass a DataFrame or a CSV path.")
+    frame, origin = read_table(data)
+    if date_column is None:
+        date_column = _find_date_column(frame, origin)
+        if date_column is None:
+            raise ConfigError(f"{origin.label}: a panel's timestamps must be a column, not the index. Fix: "
+                              "df.reset_index(), then pass date_column=<its name>.")
+    covariates = {"past_covariates": tuple(past_covariates), "future_covariates": tuple(future_covariates),
+                  "static_covariates": tuple(static_covariates)}
+    _roles(frame, origin, id_column, date_column, target, covariates)
+    missing_ids = np.flatnonzero(frame[id_column].isna().to_numpy())
+    if missing_ids.size:
+        raise DataError(f"{origin.label}: id column {id_column!r} is empty on {origin.row(int(missing_ids[0]))} "
+                        f"({missing_ids.size} such rows). Fix: give every row its series id, or drop those rows.")
+    series, first_freq = [], None
+    for series_id, rows in frame.groupby(id_column, sort=False):
+        where = Origin(f"{origin.label}, series {series_id!r}")
+        dates = parse_dates(rows[date_column], column=date_column, origin=where)
+        _check_order(dates, allow_duplicates=False, origin=where)
+        numeric = [target, *covariates["past_covariates"], *covariates["future_covariates"]]
+        values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where).to_numpy(np.float64)
+        offset = _resolve_frequency(dates, freq, allow_irregular=False, allow_duplicates=False, origin=where)
+        if first_freq is None:
+            first_freq = (series_id, offset)
+        elif offset != first_freq[1]:
+            raise MixedFrequencyError(
+                f"{origin.label}: series {first_freq[0]!r} steps by {first_freq[1].freqstr!r} and series "
+                f"{series_id!r} by {offset.freqstr!r}; one model needs one clock. Fix: resample the series "
+                "to one frequency (df.set_index(date).groupby(id).resample(freq)), or pass freq=... to "
+                "check every series against it."
+            )
+        n_past = len(covariates["past_covariates"])
+        series.append(PanelSeries(series_id, dates, values[:, 0], values[:, 1:1 + n_past], values[:, 1 + n_past:],
+                                  _static_values(rows, covariates["static_covariates"], where)))
+    if not series:
+        raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
+    return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
+                 covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series))

@@ -1,0 +1,115 @@
+"""forecast.data.panel: long-format panels read into their series, bad panels refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecast.data import prepare_panel
+from forecast.errors import (
+    ConfigError,
+    DataError,
+    DuplicateTimestampError,
+    IrregularTimestampError,
+    MixedFrequencyError,
+    NonFiniteValueError,
+    NonNumericColumnError,
+    UnknownColumnError,
+    UnsortedTimestampError,
+)
+
+ROLES = dict(id_column="unique_id", target="y", past_covariates=["footfall"], future_covariates=["promo"],
+             static_covariates=["region"])
+
+
+def long_frame(lengths=(30, 12, 20), starts=("2024-01-01", "2024-01-02 05:00", "2023-12-30"), freq="h",
+               interleave: bool = True) -> pd.DataFrame:
+    """Series of their own lengths and starts; rows sorted by time across series when ``interleave``."""
+    blocks = []
+    for index, (length, start) in enumerate(zip(lengths, starts, strict=True)):
+        t = np.arange(length)
+        blocks.append(pd.DataFrame({
+            "unique_id": f"s{index}", "ds": pd.date_range(start, periods=length, freq=freq),
+            "y": 10.0 * index + t, "footfall": t % 5, "promo": (t % 7 == 0).astype(int),
+            "region": ["north", "south", "east"][index],
+        }))
+    frame = pd.concat(blocks, ignore_index=True)
+    return frame.sort_values("ds", kind="stable", ignore_index=True) if interleave else frame
+
+
+def test_a_long_frame_splits_into_its_series_with_their_roles():
+    frame = long_frame()
+    panel = prepare_panel(frame, **ROLES)
+    assert panel.ids == ("s2", "s0", "s1")  # the order ids first appear (the interleaved rows start with s2)
+    assert panel.freq == pd.offsets.Hour() and panel.date_column == "ds"
+    for series in panel.series:
+        rows = frame[frame["unique_id"] == series.id]
+        assert series.n_rows == len(rows) and series.dates.equals(pd.DatetimeIndex(rows["ds"]).rename(None))
+        np.testing.assert_array_equal(series.target, rows["y"].to_numpy(float))
+        np.testing.assert_array_equal(series.past[:, 0], rows["footfall"].to_numpy(float))
+        np.testing.assert_array_equal(series.future[:, 0], rows["promo"].to_numpy(float))
+        assert series.static == {"region": rows["region"].iloc[0]}
+    assert panel["s1"].n_rows == 12 and panel["s1"].dates[0] == pd.Timestamp("2024-01-02 05:00")
+    with pytest.raises(KeyError, match="no series 's9'"):
+        panel["s9"]
+
+
+def test_a_csv_panel_reads_like_the_frame(tmp_path):
+    path = tmp_path / "panel.csv"
+    long_frame(interleave=False).to_csv(path, index=False)
+    panel = prepare_panel(path, id_column="unique_id", target="y")  # date column found: the one with timestamps
+    assert panel.ids == ("s0", "s1", "s2") and panel.source == str(path)
+    assert panel.series[0].past.shape == (30, 0) and panel.series[0].future.shape == (30, 0)
+
+
+def test_series_on_different_clocks_are_refused_by_name():
+    hourly, daily = long_frame(lengths=(10,), starts=("2024-01-01",)), long_frame(lengths=(10,), starts=("2024-01-01",),
+                                                                                    freq="D")
+    frame = pd.concat([hourly, daily.assign(unique_id="d0")], ignore_index=True)
+    with pytest.raises(MixedFrequencyError, match=r"series 's0' steps by 'h' and series 'd0' by 'D'.*resample"):
+        prepare_panel(frame, id_column="unique_id", target="y")
+    with pytest.raises(IrregularTimestampError, match="series 'd0'"):  # a given frequency is checked per series
+        prepare_panel(frame, id_column="unique_id", target="y", freq="h")
+
+
+@pytest.mark.parametrize("break_it, error, words", [
+    (lambda f: f.drop(index=f.index[(f.unique_id == "s1")][3]), IrregularTimestampError, ["series 's1'", "irregular"]),
+    (lambda f: pd.concat([f, f[f.unique_id == "s0"].iloc[[4]]]).sort_values(["unique_id", "ds"], kind="stable"),
+     DuplicateTimestampError, ["series 's0'", "appears on"]),
+    (lambda f: f.iloc[::-1], UnsortedTimestampError, ["series 's2'", "backwards"]),
+    (lambda f: f.assign(y=f.y.where(f.index != 7)), NonFiniteValueError, ["series", "'y'", "fill_nan="]),
+    (lambda f: f.assign(footfall=f.footfall.astype(object).where(f.index != 3, "n/a")), NonNumericColumnError,
+     ["'footfall'", "'n/a'"]),
+    (lambda f: f.assign(region=f.region.where(f.index != 5, "west")), DataError,
+     ["static covariate 'region'", "constant within each series"]),
+    (lambda f: f.assign(unique_id=f.unique_id.where(f.index != 2)), DataError, ["id column 'unique_id'", "row 2"]),
+])
+def test_a_bad_series_is_named_with_the_fix(break_it, error, words):
+    frame = break_it(long_frame(interleave=False))
+    with pytest.raises(error) as raised:
+        prepare_panel(frame, **ROLES)
+    for word in words:
+        assert word in str(raised.value)
+
+
+def test_gaps_filled_by_policy_stay_inside_their_series():
+    frame = long_frame(interleave=False)
+    first_of_s1 = frame.index[frame.unique_id == "s1"][0]
+    frame.loc[first_of_s1, "y"] = np.nan
+    with pytest.raises(NonFiniteValueError, match="series 's1'"):
+        prepare_panel(frame, **ROLES)
+    # A forward fill over the whole table would copy s0's last value (29.0); per series, s1's
+    # leading gap takes its own next value.
+    assert prepare_panel(frame, **ROLES, fill_nan="ffill")["s1"].target[0] == 11.0
+    assert prepare_panel(frame, **ROLES, fill_nan="interpolate")["s1"].target[0] == 11.0
+
+
+def test_column_roles_are_checked():
+    frame = long_frame()
+    with pytest.raises(UnknownColumnError, match=r"future_covariates 'price' is not a column.*'unique_id'"):
+        prepare_panel(frame, id_column="unique_id", target="y", future_covariates=["price"])
+    with pytest.raises(ConfigError, match="'promo' is given as both past_covariates and future_covariates"):
+        prepare_panel(frame, id_column="unique_id", target="y", past_covariates=["promo"], future_covariates=["promo"])
+    with pytest.raises(ConfigError, match="id column"):
+        prepare_panel(frame.set_index("ds")["y"], id_column="unique_id", target="y")
