@@ -113,3 +113,23 @@ def test_column_roles_are_checked():
         prepare_panel(frame, id_column="unique_id", target="y", past_covariates=["promo"], future_covariates=["promo"])
     with pytest.raises(ConfigError, match="id column"):
         prepare_panel(frame.set_index("ds")["y"], id_column="unique_id", target="y")
+
+
+def test_splits_are_cut_inside_each_series_and_short_series_are_named():
+    from forecast.data import panel_borders
+    from forecast.data.splits import split_borders
+    from forecast.errors import SeriesTooShortError
+
+    frame = long_frame(lengths=(60, 45, 80), starts=("2024-01-01", "2024-01-01 10:00", "2023-12-31"))
+    panel = prepare_panel(frame, id_column="unique_id", target="y")
+    borders = panel_borders(panel, seq_len=8, pred_len=2, split=(0.6, 0.2, 0.2))
+    assert list(borders) == list(panel.ids)
+    for series in panel.series:  # each series by its own length
+        assert borders[series.id] == split_borders(series.n_rows, 8, 2, (0.6, 0.2, 0.2))
+    # By dates, every series is cut at the same instants.
+    by_date = panel_borders(panel, seq_len=8, pred_len=2, split=("2024-01-02 12:00", "2024-01-03 00:00"))
+    for series in panel.series:
+        train_end = by_date[series.id]["train"][1]
+        assert series.dates[train_end] == pd.Timestamp("2024-01-02 12:00")
+    with pytest.raises(SeriesTooShortError, match=r"2 of 3 series are too short.*\['s0', 's1'\].*series 's0'"):
+        panel_borders(panel, seq_len=30, pred_len=5, split=(0.5, 0.25, 0.25))

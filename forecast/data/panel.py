@@ -40,9 +40,10 @@ from forecast.data.io import (
     parse_dates,
     read_table,
 )
-from forecast.errors import ConfigError, DataError, MixedFrequencyError, UnknownColumnError
+from forecast.data.splits import SplitLike, split_borders
+from forecast.errors import ConfigError, DataError, MixedFrequencyError, SeriesTooShortError, UnknownColumnError
 
-__all__ = ["Panel", "PanelSeries", "prepare_panel"]
+__all__ = ["Panel", "PanelSeries", "panel_borders", "prepare_panel"]
 
 
 @dataclass(frozen=True)
@@ -176,3 +177,31 @@ def prepare_panel(
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
     return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
                  covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series))
+
+
+def panel_borders(panel: Panel, seq_len: int, pred_len: int,
+                  split: SplitLike = "ratio") -> dict[Hashable, dict[str, tuple[int, int]]]:
+    """Each series' row ranges ``[start, end)`` of train/val/test, lookback included
+    (:func:`~forecast.data.splits.split_borders` applied per series).
+
+    Windows are then cut inside a series, never across two. A split by dates cuts every
+    series at the same instants; one by fractions or rows cuts each series by its own length.
+    :class:`~forecast.errors.SeriesTooShortError` names every series too short for one window
+    in some split, with the first one's reason.
+    """
+    borders, short = {}, []
+    for series in panel.series:
+        try:
+            borders[series.id] = split_borders(series.n_rows, seq_len, pred_len, split,
+                                               source=f"{panel.source}, series {series.id!r}", dates=series.dates)
+        except SeriesTooShortError as error:
+            short.append((series.id, error))
+    if short:
+        ids = [series_id for series_id, _ in short]
+        listed = f"{ids[:10]!r}{' and more' if len(ids) > 10 else ''}"
+        raise SeriesTooShortError(
+            f"{panel.source}: {len(ids)} of {len(panel.series)} series are too short for one window in every "
+            f"split: {listed}. The first: {short[0][1]} Fix also: drop those series "
+            f"(df[~df[{panel.id_column!r}].isin(short_ids)])."
+        )
+    return borders
