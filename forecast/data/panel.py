@@ -154,7 +154,7 @@ def prepare_panel(
         raise DataError(f"{origin.label}: id column {id_column!r} is empty on {origin.row(int(missing_ids[0]))} "
                         f"({missing_ids.size} such rows). Fix: give every row its series id, or drop those rows.")
     series, first_freq = [], None
-    for series_id, rows in frame.groupby(id_column, sort=False):
+    for series_id, rows in frame.groupby(id_column, sort=False, observed=True):
         where = Origin(f"{origin.label}, series {series_id!r}")
         dates = parse_dates(rows[date_column], column=date_column, origin=where)
         _check_order(dates, allow_duplicates=False, origin=where)
