@@ -133,3 +133,9 @@ def test_splits_are_cut_inside_each_series_and_short_series_are_named():
         assert series.dates[train_end] == pd.Timestamp("2024-01-02 12:00")
     with pytest.raises(SeriesTooShortError, match=r"2 of 3 series are too short.*\['s0', 's1'\].*series 's0'"):
         panel_borders(panel, seq_len=30, pred_len=5, split=(0.5, 0.25, 0.25))
+
+
+def test_a_categorical_id_column_gives_the_series_it_holds():
+    frame = long_frame()
+    frame["unique_id"] = pd.Categorical(frame["unique_id"], categories=["s0", "s1", "s2", "unused"])
+    assert prepare_panel(frame, id_column="unique_id", target="y").ids == ("s2", "s0", "s1")
