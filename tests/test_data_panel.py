@@ -139,3 +139,24 @@ def test_a_categorical_id_column_gives_the_series_it_holds():
     frame = long_frame()
     frame["unique_id"] = pd.Categorical(frame["unique_id"], categories=["s0", "s1", "s2", "unused"])
     assert prepare_panel(frame, id_column="unique_id", target="y").ids == ("s2", "s0", "s1")
+
+
+def test_windows_are_cut_inside_each_series_and_cover_every_position_once():
+    from forecast.data import panel_borders, panel_windows
+    from forecast.data.splits import window_count
+
+    panel = prepare_panel(long_frame(lengths=(60, 45, 80), starts=("2024-01-01", "2024-01-01 10:00", "2023-12-31")),
+                          id_column="unique_id", target="y")
+    seq_len, pred_len = 6, 3
+    borders = panel_borders(panel, seq_len, pred_len, (0.6, 0.2, 0.2))
+    for split in ("train", "val", "test"):
+        windows = panel_windows(panel, borders, split, seq_len, pred_len)
+        assert windows.dtype == np.int64 and windows.shape[1] == 2
+        expected = sum(window_count(end - start, seq_len, pred_len) for start, end in
+                       (borders[series.id][split] for series in panel.series))
+        assert len(windows) == expected and len({tuple(w) for w in windows}) == expected  # each once
+        for position, first in windows:
+            start, end = borders[panel.series[position].id][split]
+            assert start <= first and first + seq_len + pred_len <= end  # inside its series' split
+    with pytest.raises(ConfigError, match="split"):
+        panel_windows(panel, borders, "holdout", seq_len, pred_len)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from forecast._lazy import lazy_attributes
 from forecast.data.config import DataConfig
 from forecast.data.io import TimeSeries, prepare_series, read_csv
-from forecast.data.panel import Panel, PanelSeries, panel_borders, prepare_panel
+from forecast.data.panel import Panel, PanelSeries, panel_borders, panel_windows, prepare_panel
 from forecast.data.splits import SPLIT_PROTOCOLS, DateSplit, FractionSplit, RowSplit, split_borders, window_count
 from forecast.data.timefeatures import (
     TIME_ENCODINGS,
@@ -43,6 +43,7 @@ __all__ = [
     "frequency_resolution",
     "n_time_features",
     "panel_borders",
+    "panel_windows",
     "prepare_panel",
     "prepare_series",
     "read_csv",

@@ -40,10 +40,10 @@ from forecast.data.io import (
     parse_dates,
     read_table,
 )
-from forecast.data.splits import SplitLike, split_borders
+from forecast.data.splits import SPLIT_NAMES, SplitLike, split_borders, window_count
 from forecast.errors import ConfigError, DataError, MixedFrequencyError, SeriesTooShortError, UnknownColumnError
 
-__all__ = ["Panel", "PanelSeries", "panel_borders", "prepare_panel"]
+__all__ = ["Panel", "PanelSeries", "panel_borders", "panel_windows", "prepare_panel"]
 
 
 @dataclass(frozen=True)
@@ -205,3 +205,21 @@ def panel_borders(panel: Panel, seq_len: int, pred_len: int,
             f"(df[~df[{panel.id_column!r}].isin(short_ids)])."
         )
     return borders
+
+
+def panel_windows(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int]]], split: str, seq_len: int,
+                  pred_len: int) -> np.ndarray:
+    """int64 ``[N, 2]``: (series position in ``panel.series``, first row) of every window of ``split``.
+
+    Windows are cut inside each series' rows of the split (``borders`` from
+    :func:`panel_borders`), never across two series, series by series in panel order and by
+    start within a series: a window's rows are ``first .. first + seq_len + pred_len - 1`` of
+    its own series. A sampler shuffles these rows to mix the series in a batch.
+    """
+    require_choice("split", split, SPLIT_NAMES)
+    blocks = []
+    for position, series in enumerate(panel.series):
+        start, end = borders[series.id][split]
+        starts = start + np.arange(window_count(end - start, seq_len, pred_len), dtype=np.int64)  # [N_i]
+        blocks.append(np.stack([np.full_like(starts, position), starts], axis=1))  # [N_i, 2]
+    return np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
