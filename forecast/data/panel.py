@@ -153,12 +153,13 @@ def prepare_panel(
     if missing_ids.size:
         raise DataError(f"{origin.label}: id column {id_column!r} is empty on {origin.row(int(missing_ids[0]))} "
                         f"({missing_ids.size} such rows). Fix: give every row its series id, or drop those rows.")
+    numeric = [target, *covariates["past_covariates"], *covariates["future_covariates"]]  # the values' columns
+    n_past = len(covariates["past_covariates"])
     series, first_freq = [], None
     for series_id, rows in frame.groupby(id_column, sort=False, observed=True):
         where = Origin(f"{origin.label}, series {series_id!r}")
         dates = parse_dates(rows[date_column], column=date_column, origin=where)
         _check_order(dates, allow_duplicates=False, origin=where)
-        numeric = [target, *covariates["past_covariates"], *covariates["future_covariates"]]
         values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where).to_numpy(np.float64)
         offset = _resolve_frequency(dates, freq, allow_irregular=False, allow_duplicates=False, origin=where)
         if first_freq is None:
@@ -170,7 +171,6 @@ def prepare_panel(
                 "to one frequency (df.set_index(date).groupby(id).resample(freq)), or pass freq=... to "
                 "check every series against it."
             )
-        n_past = len(covariates["past_covariates"])
         series.append(PanelSeries(series_id, dates, values[:, 0], values[:, 1:1 + n_past], values[:, 1 + n_past:],
                                   _static_values(rows, covariates["static_covariates"], where)))
     if not series:
