@@ -233,10 +233,14 @@ class BatchedWindows:
         return self.windows[index]
 
     def __getitems__(self, indices: Sequence[int]) -> dict[str, Any]:
-        starts = torch.as_tensor([self.windows.window_start(i) for i in indices]).unsqueeze(-1)  # [B, 1]
+        positions = torch.as_tensor(indices)  # [B]
+        starts = self.windows.starts[positions].unsqueeze(-1)  # [B, 1]
         x_rows, y_rows = starts + self.x_steps, starts + self.y_steps  # [B, L], [B, label_len+P]
-        values, marks = self.windows.values, self.windows.marks
-        return {"x": values[x_rows], "y": values[y_rows], "x_mark": marks[x_rows], "y_mark": marks[y_rows]}
+        values, marks, known = self.windows.values, self.windows.marks, self.windows.known
+        series = self.windows.series[positions]  # [B]
+        return {"x": values[x_rows], "y": values[y_rows], "x_mark": marks[x_rows], "y_mark": marks[y_rows],
+                "x_known": known[x_rows], "y_known": known[y_rows], "series": series,
+                "static": self.windows.static[series]}
 
 
 def _already_collated(batch: dict[str, Any]) -> dict[str, Any]:

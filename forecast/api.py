@@ -60,6 +60,9 @@ _OWN_ARGUMENTS = ("seq_len", "label_len", "pred_len", "features", "target", "max
 _SHARED_OPTIONS = ("batch_size", "num_workers")
 _DATA_OPTIONS = tuple(f.name for f in dataclasses.fields(DataConfig)
                       if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS, "split", "test_split"))
+# How fit(data, ...) may say to read its data: the columns' roles, a panel's included.
+_READING_OPTIONS = ("target", "date_column", "id_column", "past_covariates", "future_covariates",
+                    "static_covariates", "freq", "fill_nan", "columns")
 _TRAINING_OPTIONS = tuple(f.name for f in dataclasses.fields(TrainingConfig)
                           if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS))
 # run_dir decides checkpoints and the root directory; callbacks are added, not replaced.
@@ -355,6 +358,17 @@ class Forecaster:
             fitted=fitted,
         )
 
+    def _set_reading(self, reading: Mapping[str, Any]) -> None:
+        """Take ``fit``'s reading options (ConfigError for another name or a bad value, changing nothing)."""
+        unknown = sorted(set(reading) - set(_READING_OPTIONS))
+        if unknown:
+            raise ConfigError(f"fit() takes the data-reading options {list(_READING_OPTIONS)}, not {unknown}; "
+                              "pass other options to Forecaster(...).")
+        window = {**self._window, **{name: reading[name] for name in ("target",) if name in reading}}
+        data_options = {**self._data_options, **{name: value for name, value in reading.items() if name != "target"}}
+        DataConfig(**window, seed=self.seed, **data_options)
+        self._window, self._data_options = window, data_options
+
     # --------------------------------------------------------------------------- fit
 
     def fit(
@@ -364,8 +378,16 @@ class Forecaster:
         split: Any = None,
         run_dir: str | os.PathLike[str] | None = None,
         resume: bool = True,
+        **reading: Any,
     ) -> Forecaster:
         """Train on a DataFrame, a Series, a CSV path or a registered dataset name; returns ``self``.
+
+        ``reading``: how to read ``data``, overriding the constructor's: ``target``,
+        ``date_column``, ``freq``, ``fill_nan``, ``columns``, and for a long-format panel of many
+        series ``id_column`` with ``past_covariates``, ``future_covariates`` (known ahead: predict
+        then needs their future values) and ``static_covariates``, e.g.
+        ``fit(df, id_column="unique_id", date_column="ds", target="y", future_covariates=["promo"])``.
+        They are kept, so ``save``/``load``, ``evaluate(data)`` and ``predict(df)`` read alike.
 
         ``split``: ``None`` gives a registered dataset its canonical protocol and other
         data 70/10/20 by rows; or a protocol name, three fractions, three row ends, or two
@@ -382,6 +404,7 @@ class Forecaster:
         ``last.ckpt``, after checking that it was made with the same model, options
         and variables.
         """
+        self._set_reading(reading)
         L.seed_everything(self.seed, workers=True, verbose=False)
         datamodule = self._new_datamodule(data, split)
         datamodule.setup()
@@ -402,7 +425,7 @@ class Forecaster:
     # ---------------------------------------------------------------------- evaluate
 
     def evaluate(self, data: Table | None = None, *, split: Any = None, windows: str = "test",
-                 detail: bool = False) -> pd.DataFrame:
+                 detail: bool = False, by_series: bool = False) -> pd.DataFrame:
         """Score every window of a split (test by default).
 
         Returns a metric x scale table (:func:`forecast.metrics.pivot_report`): MSE, MAE,
@@ -419,6 +442,9 @@ class Forecaster:
         fit's) scores other data, e.g. after ``load``, scaled with the fitted state (never
         refitted); it must hold the fitted variables, else
         :class:`~forecast.errors.UnknownColumnError`.
+
+        A panel's windows of every series are pooled; ``by_series=True`` returns one row per
+        series instead (:meth:`Predictor.series_report <forecast.predictor.Predictor.series_report>`).
         """
         require_choice("windows", windows, SPLIT_NAMES)
         predictor = self.predictor
@@ -430,6 +456,8 @@ class Forecaster:
         else:
             datamodule = self._new_datamodule(data, split if split is not None else predictor.split, test_split=windows,
                                               fitted=predictor.fitted_state)
+        if require_bool("by_series", by_series):
+            return predictor.series_report(datamodule)
         test_windows(module, datamodule, self._training, callbacks=self._callbacks, progress=self._progress)
         assert module.test_report is not None
         return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
@@ -438,17 +466,20 @@ class Forecaster:
 
     # ------------------------------------------------------- forecasts (the predictor's)
 
-    def predict(self, df: Table | None = None) -> pd.DataFrame:
+    def predict(self, df: Table | None = None, *, future_covariates: Table | None = None) -> pd.DataFrame:
         """The ``pred_len`` steps after the last row of ``df`` (default: the fitted data), original units,
-        with quantile columns for probabilistic models: :meth:`Predictor.predict
-        <forecast.predictor.Predictor.predict>`."""
-        return self.predictor.predict(df)
+        with quantile columns for probabilistic models; for a panel, after each series' own end, as a
+        long frame, with ``future_covariates`` giving the known covariates of those steps:
+        :meth:`Predictor.predict <forecast.predictor.Predictor.predict>`."""
+        return self.predictor.predict(df, future_covariates=future_covariates)
 
     def plot(self, df: Table | None = None, *, window: int | None = None, split: str = "test",
-             columns: Sequence[Hashable] | None = None, history: int | None = None) -> Figure:
-        """A Figure of the forecast of the real future, or of window ``window`` of ``split`` against the
-        truth: :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
-        return self.predictor.plot(df, window=window, split=split, columns=columns, history=history)
+             columns: Sequence[Hashable] | None = None, history: int | None = None, series: Hashable | None = None,
+             future_covariates: Table | None = None) -> Figure:
+        """A Figure of the forecast of the real future (a panel's: of series ``series``), or of window
+        ``window`` of ``split`` against the truth: :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
+        return self.predictor.plot(df, window=window, split=split, columns=columns, history=history, series=series,
+                                   future_covariates=future_covariates)
 
     def attention_weights(self, df: Table | None = None, *, window: int | None = None,
                           split: str = "test") -> list[Any]:

@@ -24,7 +24,7 @@ from forecast.data.datamodule import WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
-from forecast.models.base import ForecastModel, horizon_target
+from forecast.models.base import ForecastModel, horizon_target, model_inputs
 
 LossName = Literal["mse", "mae", "huber"]
 Schedule = Literal["halve", "cosine", "none"]
@@ -110,7 +110,7 @@ class ForecastModule(L.LightningModule):
     # -- helpers ---------------------------------------------------------------------------
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.model(batch["x"], batch["x_mark"], batch["y_mark"])
+        return self.model(*model_inputs(self.model.spec, batch))
 
     def _target(self, batch: dict[str, torch.Tensor], pred: torch.Tensor) -> torch.Tensor:
         return horizon_target(batch["y"], pred.shape[2], pred.shape[1])  # [B, P, C_out]
@@ -122,10 +122,13 @@ class ForecastModule(L.LightningModule):
         datamodule = self._trainer.datamodule
         return datamodule.fitted if isinstance(datamodule, WindowDataModule) else None
 
-    def to_original(self, values: torch.Tensor) -> torch.Tensor | None:
-        """Un-standardize ``[..., C_out]`` values; ``None`` when no fitted data state is known."""
+    def to_original(self, values: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        """Un-standardize a batch's ``[..., B, P, C_out]`` values (a panel's by each window's series);
+        ``None`` when no fitted data state is known."""
         fitted = self._fitted_state()
-        return None if fitted is None else fitted.to_original(values)
+        if fitted is None:
+            return None
+        return fitted.to_original(values, batch["series"] if fitted.panel is not None else None)
 
     def setup(self, stage: str) -> None:
         """Shape the test accumulators ``[P, C_out]`` from the datamodule before the first batch.
@@ -199,16 +202,16 @@ class ForecastModule(L.LightningModule):
         pred = self(batch)
         target = self._target(batch, pred)
         self.test_errors["standardized"].update(pred, target)
-        pred_orig, target_orig = self.to_original(pred), self.to_original(target)
+        pred_orig, target_orig = self.to_original(pred, batch), self.to_original(target, batch)
         if pred_orig is not None:
             self.test_errors["original"].update(pred_orig, target_orig)
         if self.probabilistic:
-            samples = self.model.sample(batch["x"], batch["x_mark"], batch["y_mark"],
-                                        self.hparams.n_samples, self._sample_generator)
+            samples = self.model.sample(*model_inputs(self.model.spec, batch), self.hparams.n_samples,
+                                        self._sample_generator)
             self.test_quantiles["standardized"].update(samples, target)  # [S, B, P, C_out]
             if pred_orig is not None:
                 # Quantiles commute with the positive affine un-scaling.
-                self.test_quantiles["original"].update(self.to_original(samples), target_orig)
+                self.test_quantiles["original"].update(self.to_original(samples, batch), target_orig)
 
     def on_test_epoch_end(self) -> None:
         """Log overall test metrics and keep the full report (per horizon and variable)."""
@@ -263,7 +266,7 @@ class ForecastModule(L.LightningModule):
         """
         pred = self(batch)
         out: dict[str, object] = {"forecast_standardized": pred}
-        original = self.to_original(pred)
+        original = self.to_original(pred, batch)
         if original is not None:
             out["forecast"] = original
         windows = self._predict_windows

@@ -29,11 +29,12 @@ from torch import nn
 
 import forecast
 from forecast import datasets as registry
-from forecast.data import FutureBatch, WindowDataModule, prepare_series
+from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
+from forecast.data.panel import Panel
 from forecast.errors import ConfigError, NonFiniteForecastError
-from forecast.models import MODELS, DataSpec, ForecastModel, build_model
+from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.training import last_checkpoint, load_checkpoint
@@ -83,14 +84,15 @@ def _device_of(model: nn.Module) -> torch.device:
 
 
 @contextlib.contextmanager
-def inference(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
-    """``(x, x_mark, y_mark)`` on the model's device, in eval mode without grad; mode restored after."""
+def inference(model: ForecastModel, batch: Mapping[str, torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
+    """``(x, x_mark, y_mark)`` (:func:`~forecast.models.model_inputs`) on the model's device, in eval mode
+    without grad; mode restored after."""
     device = _device_of(model)
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            yield tuple(batch[key].to(device) for key in ("x", "x_mark", "y_mark"))
+            yield tuple(tensor.to(device) for tensor in model_inputs(model.spec, batch))
     finally:
         model.train(was_training)
 
@@ -155,7 +157,9 @@ def write_config(directory: Path, config: Mapping[str, Any], fitted: FittedState
                                           "package_version": forecast.__version__, **config,
                                           "split": jsonable(split, "split"),
                                           "fitted": jsonable(state["fitted"], "fitted")})
-    _write_json(directory / SCALER_FILE, jsonable(state["scaler"], "scaler"))
+    # A wide table's scaler as it is; a panel's per-series scaling under "panel".
+    scaling = state["scaler"] if "scaler" in state else {"panel": state["panel"]}
+    _write_json(directory / SCALER_FILE, jsonable(scaling, "scaler"))
 
 
 def read_config(directory: Path) -> dict[str, Any]:
@@ -248,10 +252,10 @@ class Predictor:
 
     # ---------------------------------------------------------------------- forecast
 
-    def _future_input(self, df: Table | None) -> FutureBatch:
+    def _future_input(self, df: Table | None, future: Table | None = None) -> FutureBatch:
         if df is None:
-            return self.require_data("predict() without df").future_batch()
-        return self.fitted_state.future_batch(resolve_table(df))
+            return self.require_data("predict() without df").future_batch(future=future)
+        return self.fitted_state.future_batch(resolve_table(df), future)
 
     @property
     def _date_column(self) -> Hashable | None:
@@ -264,8 +268,9 @@ class Predictor:
         with inference(model, batch) as (x, x_mark, y_mark):
             point = model(x, x_mark, y_mark)  # [B, P, C_out]
             quantiles = self._model_quantiles(model, x, x_mark, y_mark)
-        original = {level: fitted.to_original(values.cpu().numpy()) for level, values in quantiles.items()}
-        point_original = fitted.to_original(point.cpu().numpy().astype(np.float64))
+        series = batch["series"].numpy() if fitted.panel is not None else None  # [B]: a panel's scaling
+        original = {level: fitted.to_original(values.cpu().numpy(), series) for level, values in quantiles.items()}
+        point_original = fitted.to_original(point.cpu().numpy().astype(np.float64), series)
         if not all(np.isfinite(values).all() for values in (point_original, *original.values())):
             raise NonFiniteForecastError(
                 f"{self.model_name} forecasts NaN or inf for this input. Fix: check the input for extreme "
@@ -296,8 +301,55 @@ class Predictor:
                 frame[quantile_column(column, level)] = values[0, :, position]
         return frame
 
-    def predict(self, df: Table | None = None) -> pd.DataFrame:
+    def series_report(self, datamodule: WindowDataModule) -> pd.DataFrame:
+        """MSE and MAE of every window of ``datamodule``'s test split, by series: one row per series id
+        (index named like the id column), columns ``mse``, ``mae`` (standardized, each series on its own
+        training scale), ``mse_orig``, ``mae_orig`` (original units) and ``n_windows``."""
+        fitted = self.fitted_state
+        if fitted.panel is None:
+            raise ConfigError("a breakdown by series needs a panel (fit with id_column=...); a wide table is one "
+                              "series: use evaluate()")
+        n_series = len(fitted.panel.ids)
+        sums = np.zeros((5, n_series))  # squared and absolute errors on both scales, and elements, per series
+        windows = np.zeros(n_series, dtype=np.int64)
+        model = self.model
+        for batch in datamodule.test_dataloader():
+            with inference(model, batch) as inputs:
+                pred = model(*inputs).cpu().double()  # [B, P, 1]
+            target = batch["y"][:, -pred.shape[1]:, -pred.shape[2]:].double()  # [B, P, 1]
+            series = batch["series"].numpy()  # [B]
+            errors = (pred - target).reshape(len(series), -1).numpy()  # [B, P]
+            original = (fitted.to_original(pred, batch["series"]) - fitted.to_original(target, batch["series"]))
+            original = original.reshape(len(series), -1).numpy()  # [B, P]
+            for row, values in enumerate((errors**2, np.abs(errors), original**2, np.abs(original))):
+                np.add.at(sums[row], series, values.sum(axis=1))
+            np.add.at(sums[4], series, errors.shape[1])
+            np.add.at(windows, series, 1)
+        seen = windows > 0
+        report = pd.DataFrame({name: sums[row][seen] / sums[4][seen]
+                               for row, name in enumerate(("mse", "mae", "mse_orig", "mae_orig"))},
+                              index=pd.Index([fitted.panel.ids[i] for i in np.flatnonzero(seen)],
+                                             name=fitted.panel.id_column))
+        report["n_windows"] = windows[seen]
+        return report
+
+    def _panel_frame(self, batch: Mapping[str, torch.Tensor], index: pd.MultiIndex) -> pd.DataFrame:
+        point, quantiles = self._forecast(batch)  # [N, P, 1] each
+        target = self.output_columns[0]
+        frame = index.to_frame(index=False)  # [N*P] (id, date) rows, series by series
+        frame[target] = point[..., 0].reshape(-1)
+        for level, values in quantiles.items():
+            frame[quantile_column(target, level)] = values[..., 0].reshape(-1)
+        return frame
+
+    def predict(self, df: Table | None = None, future_covariates: Table | None = None) -> pd.DataFrame:
         """Forecast the ``pred_len`` steps after the last row of ``df`` (default: the fitted data).
+
+        A panel's forecast is a long frame with the id and date columns, the target in original
+        units and its quantile columns: ``pred_len`` rows per series of ``df``, after that series'
+        own end. ``future_covariates``, a long table (id, date, the future covariates), must give
+        the known covariates of every one of those steps, else :class:`~forecast.errors.DataError`
+        names the series and the missing steps.
 
         Returns a frame indexed by the future timestamps (continuing the series'
         frequency, named like the date column), one column per output variable in
@@ -306,7 +358,9 @@ class Predictor:
         the scaler fitted on the training rows (never refitted). ``df`` must hold the
         fitted variables, else :class:`~forecast.errors.UnknownColumnError`.
         """
-        future = self._future_input(df)
+        future = self._future_input(df, future_covariates)
+        if isinstance(future.index, pd.MultiIndex):
+            return self._panel_frame(future.batch, future.index)
         return self._forecast_frame(future.batch, future.index)
 
     def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
@@ -326,20 +380,25 @@ class Predictor:
         fitted, label_len = self.fitted_state, self.fitted_state.label_len
         c_out = len(fitted.output_columns)
         columns = self.output_columns
-        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy().astype(np.float64))  # [L, C_out]
-        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy().astype(np.float64))  # [P, C_out]
+        series = int(batch["series"][0]) if fitted.panel is not None else None  # a panel's scaling
+        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy().astype(np.float64), series)  # [L, C_out]
+        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy().astype(np.float64), series)  # [P, C_out]
         index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
         return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
                 self._forecast_frame(batch, index),
                 pd.DataFrame(truth, index=index, columns=columns))
 
-    def _history(self, df: Table | None, rows: int) -> pd.DataFrame:
-        """The last ``rows`` rows of the output variables, original units, indexed by timestamp."""
+    def _history(self, df: Table | None, rows: int, series_id: Hashable | None = None) -> pd.DataFrame:
+        """The last ``rows`` rows of the output variables (a panel: of series ``series_id``), original units,
+        indexed by timestamp."""
         fitted = self.fitted_state
         table = resolve_table(df) if df is not None else resolve_table(self._data)  # type: ignore[arg-type]
-        series = prepare_series(table, **fitted.prepare_options)
+        data = fitted.read(table)
+        if isinstance(data, Panel):
+            one = data[series_id]
+            return pd.DataFrame({self.output_columns[0]: one.target[-rows:]}, index=one.dates[-rows:])
         c_out = len(fitted.output_columns)
-        return pd.DataFrame(series.values[-rows:, -c_out:], index=series.dates[-rows:], columns=self.output_columns)
+        return pd.DataFrame(data.values[-rows:, -c_out:], index=data.dates[-rows:], columns=self.output_columns)
 
     # -------------------------------------------------------------------------- plots
 
@@ -351,26 +410,40 @@ class Predictor:
         split: str = "test",
         columns: Sequence[Hashable] | None = None,
         history: int | None = None,
+        series: Hashable | None = None,
+        future_covariates: Table | None = None,
     ) -> Figure:
         """A Figure of the forecast with its history (and quantile bands, if any).
 
         Default: the real future after the last row of ``df`` (default the fitted
-        data) with the last ``history`` rows (default ``seq_len``). With ``window=i``:
-        the forecast of window ``i`` of the fitted data's ``split`` against the truth,
-        with its lookback as history. ``columns`` picks variables (default all outputs).
+        data) with the last ``history`` rows (default ``seq_len``); for a panel, of the
+        series ``series``, with the ``future_covariates`` of :meth:`predict`. With ``window=i``:
+        the forecast of window ``i`` of the fitted data's ``split`` (a panel's windows of every
+        series in turn) against the truth, with its lookback as history. ``columns`` picks
+        variables (default all outputs).
         """
+        fitted = self.fitted_state
         if window is not None:
             if df is not None:
                 raise ConfigError("plot() takes df or window, not both: a window comes from the fitted data.")
             past, future, truth = self._window_frames(window, split)
             title = f"{self.model_name}: {split} window {window}"
+            if fitted.panel is not None:
+                title += f", series {fitted.panel.ids[int(self._window_input(window, split)[0]['series'][0])]!r}"
         else:
             if df is None:
                 self.require_data("plot() without df")
-            future = self.predict(df)
-            past = self._history(df, history if history is not None else self.fitted_state.seq_len)
+            if fitted.panel is not None and series is None:
+                raise ConfigError(f"plot() of a panel's future needs series=<one id>, e.g. {fitted.panel.ids[0]!r}")
+            future = self.predict(df, future_covariates)
+            if fitted.panel is not None:
+                id_column, date_column = fitted.panel.id_column, fitted.prepare_options["date_column"]
+                future = future[future[id_column] == series].drop(columns=id_column).set_index(date_column)
+            past = self._history(df, history if history is not None else fitted.seq_len, series)
             truth = None
-            title = f"{self.model_name}: forecast of the next {self.fitted_state.pred_len} steps"
+            title = f"{self.model_name}: forecast of the next {fitted.pred_len} steps"
+            if series is not None:
+                title += f" of series {series!r}"
         return plot_forecast(future, history=past, truth=truth, columns=columns, title=title)
 
     def attention_weights(
@@ -426,7 +499,9 @@ class Predictor:
         directory = Path(path)
         if not (directory / WEIGHTS_FILE).is_file():
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
-        fitted = FittedState.from_state_dict({"fitted": config["fitted"], "scaler": read_json(directory / SCALER_FILE)})
+        scaling = read_json(directory / SCALER_FILE)
+        fitted = FittedState.from_state_dict({"fitted": config["fitted"],
+                                              **(scaling if "panel" in scaling else {"scaler": scaling})})
         with private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
             model = build_model(config["model"], DataSpec.from_fitted(fitted), **model_options)
         state = load_checkpoint(directory / WEIGHTS_FILE)  # refuses pickled code and damaged files

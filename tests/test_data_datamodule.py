@@ -94,7 +94,10 @@ def test_variables_in_model_order_and_item_shapes(features, inputs, outputs):
     assert tuple(item) == ITEM_KEYS
     assert item["x"].shape == (12, dm.c_in) and item["y"].shape == (10, dm.c_in)
     assert item["x_mark"].shape == (12, 4) and item["y_mark"].shape == (10, 4)
-    assert all(t.dtype == torch.float32 for t in item.values())
+    assert all(item[key].dtype == torch.float32 for key in ("x", "y", "x_mark", "y_mark", "x_known", "y_known"))
+    # a wide table is one series with no covariates
+    assert item["x_known"].shape == (12, 0) and item["y_known"].shape == (10, 0) and item["static"].shape == (0,)
+    assert item["series"].dtype == item["static"].dtype == torch.int64 and int(item["series"]) == 0
 
 
 @pytest.mark.parametrize(("features", "inputs", "outputs"),

@@ -76,3 +76,23 @@ def test_the_last_window_ends_on_the_last_row():
 def test_bad_arrays_or_sizes_raise_config_error(values, marks, sizes, match):
     with pytest.raises(ConfigError, match=match):
         WindowDataset(values, marks, *sizes)
+
+
+def test_windows_at_given_starts_carry_their_series_known_rows_and_static_codes():
+    values = np.arange(40, dtype=np.float32).reshape(20, 2)  # two series of 10 rows, back to back
+    known = -np.arange(20, dtype=np.float32).reshape(20, 1)
+    starts, series = np.array([0, 3, 10, 13]), np.array([0, 0, 1, 1])
+    static = np.array([[5, 1], [7, 0]])
+    dataset = WindowDataset(values, np.zeros((20, 1)), seq_len=4, label_len=2, pred_len=3, known=known,
+                            starts=starts, series=series, static=static)
+    assert len(dataset) == 4 and dataset.window_start(-1) == 13
+    item = dataset[2]
+    np.testing.assert_array_equal(item["x"].numpy(), values[10:14])
+    np.testing.assert_array_equal(item["y"].numpy(), values[12:17])
+    np.testing.assert_array_equal(item["x_known"].numpy(), known[10:14])
+    np.testing.assert_array_equal(item["y_known"].numpy(), known[12:17])
+    assert int(item["series"]) == 1 and item["static"].tolist() == [7, 0]
+    with pytest.raises(ConfigError, match="starts outside"):
+        WindowDataset(values, np.zeros((20, 1)), 4, 2, 3, starts=np.array([14]))
+    with pytest.raises(ConfigError, match="series position"):
+        WindowDataset(values, np.zeros((20, 1)), 4, 2, 3, starts=np.array([0]), series=np.array([1]))

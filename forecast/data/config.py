@@ -28,6 +28,12 @@ class DataConfig:
     or shuffle. ``test_split`` and ``predict_split`` name the windows the test and predict
     loaders serve (``'test'``; ``test_split='val'`` scores the validation windows with the
     test report, e.g. to check a probabilistic model's calibration before looking at test).
+
+    ``id_column`` reads the data as a long-format panel of many series
+    (:func:`~forecast.data.panel.prepare_panel`): the model's inputs are ``past_covariates`` then
+    ``target`` (which must be named), its output the target; ``future_covariates`` (known ahead)
+    and ``static_covariates`` travel beside them. ``features`` and ``columns`` then play no part,
+    and the wide-table quirks (``allow_irregular``, ``allow_duplicates``) are refused.
     """
 
     seq_len: int
@@ -52,6 +58,10 @@ class DataConfig:
     predict_split: str = "test"
     pin_memory: bool = False
     persistent_workers: bool | None = None
+    id_column: Hashable | None = None
+    past_covariates: tuple[Hashable, ...] = ()
+    future_covariates: tuple[Hashable, ...] = ()
+    static_covariates: tuple[Hashable, ...] = ()
 
     def __post_init__(self) -> None:
         require_int("seq_len", self.seq_len, 1)
@@ -86,5 +96,23 @@ class DataConfig:
             if not isinstance(self.columns, (list, tuple)) or not all(isinstance(c, Hashable) for c in self.columns):
                 raise ConfigError(f"columns={self.columns!r}; Fix: pass a list of column names.")
             object.__setattr__(self, "columns", tuple(self.columns))
+        for role in ("past_covariates", "future_covariates", "static_covariates"):
+            columns = getattr(self, role)
+            if isinstance(columns, (str, bytes)) or not isinstance(columns, (list, tuple)):
+                raise ConfigError(f"{role}={columns!r}; Fix: pass a list of column names.")
+            object.__setattr__(self, role, tuple(columns))
+            if columns and self.id_column is None:
+                raise ConfigError(f"{role}={list(columns)!r} needs id_column: covariates are read from a long-format "
+                                  "panel. Fix: pass id_column=<the series id column> (one series: a constant column).")
+        if self.id_column is not None:
+            if self.target is None:
+                raise ConfigError("id_column is given but target is not; Fix: name the column to forecast (target=...).")
+            for name in ("allow_irregular", "allow_duplicates"):
+                if getattr(self, name):
+                    raise ConfigError(f"{name}=True is for wide tables; a panel's series must be regular and "
+                                      "unique in time. Fix: resample the series, or drop the repeated rows.")
+            if self.columns is not None:
+                raise ConfigError("columns=... chooses a wide table's variables; a panel's are its target and "
+                                  "past_covariates. Fix: leave columns unset.")
         require_choice("test_split", self.test_split, SPLIT_NAMES)
         require_choice("predict_split", self.predict_split, SPLIT_NAMES)

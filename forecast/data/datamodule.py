@@ -27,6 +27,7 @@ from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
 from forecast.data.fitted import FittedState, FutureBatch
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
+from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
 from forecast.data.sampling import window_loader
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
@@ -50,12 +51,46 @@ class _Source:
 @dataclass(frozen=True)
 class _Prepared:
     source: _Source
-    series: TimeSeries
+    series: TimeSeries | Panel
     split_protocol: str
-    borders: dict[str, tuple[int, int]]
+    borders: dict[str, tuple[int, int]] | dict[Hashable, dict[str, tuple[int, int]]]
     fitted: FittedState
     datasets: dict[str, WindowDataset]
-    naive_dates: np.ndarray  # [T] datetime64, wall-clock time for time-zone-aware series
+    split_dates: dict[str, np.ndarray]  # [T_split] datetime64 of each split's rows, wall-clock time
+
+
+def _wall_clock(dates: pd.DatetimeIndex) -> np.ndarray:
+    """datetime64 ``[T]``: wall-clock time for a time-zone-aware index."""
+    return (dates.tz_localize(None) if dates.tz is not None else dates).to_numpy()
+
+
+def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int]]], fitted: FittedState,
+                  cfg: DataConfig) -> tuple[dict[str, WindowDataset], dict[str, np.ndarray]]:
+    """Each split's windows over a panel: every series' split rows back to back, each window inside its series."""
+    rows = fitted.scale_panel(panel)
+    static = np.zeros((max(fitted.n_series, 1), len(fitted.static_sizes)), dtype=np.int64)  # [N_series, S]
+    for scaled in rows:
+        static[scaled.position] = scaled.static
+    marks = [time_features(series.dates, panel.freq, cfg.time_encoding) for series in panel.series]  # [T_i, F] each
+    datasets, split_dates = {}, {}
+    for name in SPLIT_NAMES:
+        spans = [borders[series.id][name] for series in panel.series]
+        lengths = np.array([end - start for start, end in spans])
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # first concatenated row of each series' span
+        windows = panel_windows(panel, borders, name, cfg.seq_len, cfg.pred_len)  # [N, 2] (series, first row)
+        first = np.array([start for start, _ in spans])
+        pick = [slice(start, end) for start, end in spans]
+        datasets[name] = WindowDataset(
+            np.concatenate([scaled.inputs[span] for scaled, span in zip(rows, pick)]),  # [T_split, C]
+            np.concatenate([mark[span] for mark, span in zip(marks, pick)]),  # [T_split, F]
+            cfg.seq_len, cfg.label_len, cfg.pred_len,
+            known=np.concatenate([scaled.known[span] for scaled, span in zip(rows, pick)]),  # [T_split, K]
+            starts=offsets[windows[:, 0]] + windows[:, 1] - first[windows[:, 0]],  # [N]
+            series=np.array([scaled.position for scaled in rows], dtype=np.int64)[windows[:, 0]],  # [N]
+            static=static,
+        )
+        split_dates[name] = np.concatenate([_wall_clock(series.dates[span]) for series, span in zip(panel.series, pick)])
+    return datasets, split_dates
 
 
 def _registered_frame_info(frame: pd.DataFrame) -> registry.DatasetInfo | None:
@@ -129,7 +164,13 @@ class WindowDataModule(L.LightningDataModule):
     :class:`~forecast.data.fitted.FittedState` (scaler, un-scaling, persistence) of the fit.
     Items are dicts of float32 tensors ``x [L, C]``, ``y [label_len+P, C]``, ``x_mark [L, F]``,
     ``y_mark [label_len+P, F]``, where ``C = c_in`` (for ``MS`` the target is ``y[..., -1:]``;
-    in general ``y[..., -c_out:]``). See :class:`~forecast.data.config.DataConfig` for the options.
+    in general ``y[..., -c_out:]``), and the panel tensors ``x_known``, ``y_known``, ``series`` and
+    ``static`` (:class:`~forecast.data.dataset.WindowDataset`; empty for a wide table). See
+    :class:`~forecast.data.config.DataConfig` for the options.
+
+    With ``id_column`` the data is a long-format panel: each series is validated, split (by
+    fractions, rows or dates, per series) and scaled on its own training rows, and its windows
+    never cross into another series; the loaders shuffle windows across series.
 
     A registered dataset (by name, by a frame from ``datasets.load``, or by a CSV path
     whose bytes are the registered file) gets its split protocol and frequency, and the
@@ -164,6 +205,10 @@ class WindowDataModule(L.LightningDataModule):
         pin_memory: bool = False,
         persistent_workers: bool | None = None,
         fitted: FittedState | None = None,
+        id_column: Hashable | None = None,
+        past_covariates: Sequence[Hashable] = (),
+        future_covariates: Sequence[Hashable] = (),
+        static_covariates: Sequence[Hashable] = (),
     ) -> None:
         super().__init__()
         if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
@@ -177,7 +222,8 @@ class WindowDataModule(L.LightningDataModule):
             num_workers=num_workers, date_column=date_column, split=split, allow_irregular=allow_irregular,
             allow_duplicates=allow_duplicates, fill_nan=fill_nan, columns=columns, seed=seed,
             drop_last_train=drop_last_train, test_split=test_split, predict_split=predict_split,
-            pin_memory=pin_memory, persistent_workers=persistent_workers)
+            pin_memory=pin_memory, persistent_workers=persistent_workers, id_column=id_column,
+            past_covariates=past_covariates, future_covariates=future_covariates, static_covariates=static_covariates)
         if fitted is not None and not isinstance(fitted, FittedState):
             raise ConfigError(f"fitted must be a FittedState (a fitted data module's .fitted), got {type(fitted).__name__}")
         self._data = data
@@ -202,6 +248,12 @@ class WindowDataModule(L.LightningDataModule):
             return
         cfg = self.config
         source = _resolve_source(self._data)
+        windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
+        if self._given_fitted is not None:
+            self._given_fitted.check_windows(*windows)
+        if cfg.id_column is not None:
+            self._prepared = self._prepare_panel(source, windows)
+            return
         info = source.info
         options = _read_options(cfg, info)
         series = prepare_series(source.data, **options)
@@ -211,9 +263,6 @@ class WindowDataModule(L.LightningDataModule):
                                 dates=series.dates)
         options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
                    "columns": list(cfg.columns) if cfg.columns is not None else None}
-        windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
-        if self._given_fitted is not None:
-            self._given_fitted.check_windows(*windows)
         fitted = self._given_fitted or FittedState.fit(series, borders["train"], source.label, options, *windows)
         scaled = fitted.scale(series)  # [T, C]
         marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
@@ -221,15 +270,33 @@ class WindowDataModule(L.LightningDataModule):
             name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len)
             for name, (start, end) in borders.items()
         }
+        dates = _wall_clock(series.dates)
         self._prepared = _Prepared(
             source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
-            datasets=datasets,
-            naive_dates=(series.dates.tz_localize(None) if series.dates.tz is not None else series.dates).to_numpy(),
+            datasets=datasets, split_dates={name: dates[start:end] for name, (start, end) in borders.items()},
         )
         logger.info(
             "%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
             {name: len(ds) for name, ds in datasets.items()},
         )
+
+    def _prepare_panel(self, source: _Source, windows: tuple[int, int, int, str]) -> _Prepared:
+        cfg = self.config
+        options = {"id_column": cfg.id_column, "target": cfg.target, "date_column": cfg.date_column,
+                   "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
+                   "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
+        panel = prepare_panel(source.data, **options)
+        split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
+        borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
+        options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column}
+        fitted = self._given_fitted or FittedState.fit_panel(
+            panel, {series_id: spans["train"] for series_id, spans in borders.items()}, source.label, options, *windows)
+        datasets, split_dates = _panel_splits(panel, borders, fitted, cfg)
+        logger.info("%s: %d series, %d rows, freq %s, windows %s.", source.name, len(panel.series),
+                    sum(series.n_rows for series in panel.series), panel.freq.freqstr,
+                    {name: len(ds) for name, ds in datasets.items()})
+        return _Prepared(source=source, series=panel, split_protocol=split_protocol, borders=borders, fitted=fitted,
+                         datasets=datasets, split_dates=split_dates)
 
     def _state(self) -> _Prepared:
         self.setup()  # the first call prepares, later ones return at once
@@ -279,31 +346,53 @@ class WindowDataModule(L.LightningDataModule):
         return self._state().series.source
 
     @property
+    def is_panel(self) -> bool:
+        """Whether the data is a long-format panel of many series (``id_column``)."""
+        return self.config.id_column is not None
+
+    @property
+    def panel(self) -> Panel:
+        """The validated panel (its series, their dates and covariates); ConfigError for a wide table."""
+        series = self._state().series
+        if not isinstance(series, Panel):
+            raise ConfigError("the data is a wide table, not a panel; build the data module with id_column=... "
+                              "to read a long-format panel")
+        return series
+
+    def _table(self, what: str) -> TimeSeries:
+        series = self._state().series
+        if isinstance(series, Panel):
+            raise ConfigError(f"{series.source}: a panel has its {what} per series: use dm.panel[series_id]")
+        return series
+
+    @property
     def dates(self) -> pd.DatetimeIndex:
-        """Timestamps of every row of the series."""
-        return self._state().series.dates
+        """Timestamps of every row of a wide table (a panel: ``panel[series_id].dates``)."""
+        return self._table("dates").dates
 
     @property
     def n_rows(self) -> int:
-        return self._state().series.n_rows
+        """Rows of the table (of every series of a panel together)."""
+        series = self._state().series
+        return sum(s.n_rows for s in series.series) if isinstance(series, Panel) else series.n_rows
 
     @property
     def input_columns(self) -> list[Hashable]:
         """Model input variables in model order (target last)."""
-        return list(self._state().series.input_columns)
+        return list(self.fitted.input_columns)
 
     @property
     def output_columns(self) -> list[Hashable]:
         """Model output variables in model order (target last)."""
-        return list(self._state().series.output_columns)
+        return list(self.fitted.output_columns)
 
     @property
     def c_in(self) -> int:
-        return len(self._state().series.input_columns)
+        return self.fitted.c_in
 
     @property
     def c_out(self) -> int:
-        return len(self._state().series.output_columns)
+        return self.fitted.c_out
 
     @property
     def freq(self) -> str:
@@ -365,15 +454,15 @@ class WindowDataModule(L.LightningDataModule):
     def window_timestamps(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         """``(x_dates [N, L], y_dates [N, label_len+P])`` of every window of a split, in order.
 
-        datetime64 arrays (wall-clock time for time-zone-aware series), read-only views.
+        datetime64 arrays (wall-clock time for time-zone-aware series); a panel's windows each in
+        their own series' time.
         """
         name = self._split_name(split)
-        start, end = self._state().borders[name]
         cfg = self.config
-        count = len(self._state().datasets[name])
-        rows = self._state().naive_dates[start:end]
-        x_dates = sliding_window_view(rows, cfg.seq_len)[:count]  # [N, L]
-        y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[:count]
+        starts = self._state().datasets[name].starts.numpy()  # [N]
+        rows = self._state().split_dates[name]  # [T_split]
+        x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
+        y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
         return x_dates, y_dates
 
     def forecast_timestamps(self, split: str) -> np.ndarray:
@@ -382,10 +471,11 @@ class WindowDataModule(L.LightningDataModule):
 
     # -------------------------------------------------------------------- future
 
-    def future_batch(self, df: Table | None = None) -> FutureBatch:
-        """The input for forecasting the P steps after the last row of ``df`` (default: the data),
-        scaled with the fitted scaler (:meth:`FittedState.future_batch`)."""
-        return self.fitted.future_batch(self._state().series if df is None else df)
+    def future_batch(self, df: Table | None = None, future: Table | None = None) -> FutureBatch:
+        """The input for forecasting the P steps after the last row of ``df`` (default: the data; a panel:
+        of each series), scaled with the fitted scaling; ``future``: a panel's future covariates
+        (:meth:`FittedState.future_batch`)."""
+        return self.fitted.future_batch(self._state().series if df is None else df, future)
 
     # --------------------------------------------------------------- dataloaders
 
@@ -423,6 +513,15 @@ class WindowDataModule(L.LightningDataModule):
 def describe_splits(dm: WindowDataModule) -> str:
     """Rows, windows and date ranges of each split of a data module, as text."""
     cfg = dm.config
+    if dm.is_panel:
+        panel = dm.panel
+        return "\n".join([
+            f"panel {dm.dataset_name} ({dm.source}): {len(panel.series)} series, {dm.n_rows} rows, freq {dm.freq}",
+            f"target {panel.target!r}, past covariates {list(panel.past_covariates)!r}, future covariates "
+            f"{list(panel.future_covariates)!r}, static covariates {list(panel.static_covariates)!r}",
+            f"split {dm.split_protocol} per series; seq_len {cfg.seq_len}, label_len {cfg.label_len}, pred_len "
+            f"{cfg.pred_len}; windows {dm.split_sizes}",
+        ])
     dates = dm.dates
     rows = []
     for name in SPLIT_NAMES:

@@ -12,7 +12,7 @@ carry it through checkpoints and saved runs as plain JSON types.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -21,6 +21,9 @@ import torch
 from sklearn.preprocessing import StandardScaler
 
 from forecast.data.io import Table, TimeSeries, parse_offset, prepare_series
+from forecast.data.panel import Panel, future_covariate_rows, prepare_panel
+from forecast.data.panel_state import PanelFit
+from forecast.data.scaling import fit_scaler, persistence, standardize
 from forecast.data.timefeatures import n_time_features, seasonal_period, time_feature_sizes, time_features
 from forecast.errors import ConfigError, DataError, SeriesTooShortError, UnknownColumnError
 
@@ -28,62 +31,28 @@ __all__ = ["FittedState", "FutureBatch", "fit_scaler", "standardize"]
 
 ArrayOrTensor = TypeVar("ArrayOrTensor", np.ndarray, torch.Tensor)
 
-# A standardized train column has mean 0 and standard deviation 1 (0 if constant); one far
-# from that was lost to float64 overflow or to rounding next to a huge offset.
-_STANDARDIZED_TOLERANCE = 0.5
-
-
-def fit_scaler(values: np.ndarray, columns: Sequence[Hashable], source: str) -> StandardScaler:
-    """A ``StandardScaler`` fitted on train rows ``values [T_train, C]``, checked to standardize them.
-
-    DataError naming the column when float64 cannot: squares overflow for magnitudes
-    beyond ~1e154, and a huge constant (1e40) leaves rounding residue of ~1e24.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):  # reported below, by column
-        scaler = StandardScaler().fit(values)
-        standardized = scaler.transform(values)  # [T_train, C]
-        mean, spread = standardized.mean(axis=0), standardized.std(axis=0)  # [C]
-    usable = (np.isfinite(scaler.mean_) & np.isfinite(scaler.scale_) & np.isfinite(standardized).all(axis=0)
-              & (np.abs(mean) <= _STANDARDIZED_TOLERANCE)
-              & ((np.abs(spread - 1) <= _STANDARDIZED_TOLERANCE) | (spread <= _STANDARDIZED_TOLERANCE)))
-    if not usable.all():
-        column = int(np.flatnonzero(~usable)[0])
-        largest = float(np.max(np.abs(values[:, column])))
-        raise DataError(
-            f"{source}: column {columns[column]!r} cannot be standardized in float64 (its train rows reach "
-            f"|{largest:.3g}|; standardized they have mean {mean[column]:.3g} and standard deviation "
-            f"{spread[column]:.3g} instead of 0 and 1). Fix: rescale the column (e.g. divide it by a power of "
-            "ten) or subtract its typical level before passing it."
-        )
-    return scaler
-
-
-def standardize(scaler: StandardScaler, values: np.ndarray, columns: Sequence[Hashable], source: str,
-                first_row: int = 0) -> np.ndarray:
-    """``values [T, C]`` standardized as float32; DataError naming the cell that float32 cannot hold."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        scaled = scaler.transform(values).astype(np.float32)  # [T, C]
-    bad = np.argwhere(~np.isfinite(scaled))
-    if bad.size:
-        row, column = (int(i) for i in bad[0])
-        raise DataError(
-            f"{source}: column {columns[column]!r}, row {first_row + row} is {values[row, column]:.3g}, which "
-            f"is {len(bad)} value(s) too far from the train rows to standardize in float32 (beyond 3.4e38 "
-            "standard deviations). Fix: clean or rescale those values."
-        )
-    return scaled
-
 
 class FutureBatch(NamedTuple):
-    """Model input for forecasting past the end of a series.
+    """Model input for forecasting past the end of a series (of each series of a panel).
 
-    ``batch``: ``x [1, L, C]``, ``x_mark [1, L, F]``, ``y_mark [1, label_len+P, F]`` and
-    ``y [1, label_len+P, C]`` whose last P rows are unknown (NaN). ``index``: the P future
-    timestamps, continuing the series' frequency.
+    ``batch``: the item keys with a batch dimension of 1 (N for a panel's N series): ``x [N, L, C]``,
+    ``x_mark [N, L, F]``, ``y_mark [N, label_len+P, F]``, ``y [N, label_len+P, C]`` whose last P rows
+    are unknown (NaN), and the covariate tensors. ``index``: the P future timestamps, continuing the
+    series' frequency; for a panel an (id, date) MultiIndex of the N*P forecast steps, series by series.
     """
 
     batch: dict[str, torch.Tensor]
-    index: pd.DatetimeIndex
+    index: pd.Index
+
+
+class PanelRows(NamedTuple):
+    """One series of a panel scaled as its fit: fit ``position``, ``inputs [T, C_in]`` and ``known [T, K]``
+    (float32), ``static`` codes ``[S]`` (int64)."""
+
+    position: int
+    inputs: np.ndarray
+    known: np.ndarray
+    static: np.ndarray
 
 
 def _scaler_state(scaler: StandardScaler) -> dict[str, Any]:
@@ -101,31 +70,6 @@ def _scaler_from_state(state: Mapping[str, Any]) -> StandardScaler:
     return scaler
 
 
-def persistence(values: np.ndarray, seq_len: int, pred_len: int) -> tuple[float, ...]:
-    """Per variable, how much of a window's last offset from its mean persists over the horizon.
-
-    The least-squares weight ``w`` in ``future - mean = w * (last - mean)`` over every window of
-    ``values [T, C]`` (``mean`` of the ``seq_len`` inputs, ``last`` the last of them, ``future`` each
-    of the next ``pred_len`` values), clipped to ``[0, 1]``: near 1 for a random walk, whose last
-    value is its best forecast; near 0 for noise around a level, whose window mean is. Scale-free.
-    The ``persistence`` RevIN centre starts from it (:mod:`forecast.layers.normalization`).
-    """
-    values = np.asarray(values, dtype=np.float64)  # [T, C]
-    windows = values.shape[0] - seq_len - pred_len + 1
-    if windows < 1:
-        return tuple(0.5 for _ in range(values.shape[1]))
-    sums = np.concatenate([np.zeros((1, values.shape[1])), np.cumsum(values, axis=0)])  # [T + 1, C]
-    starts = np.arange(windows)
-    mean = (sums[starts + seq_len] - sums[starts]) / seq_len  # [N, C]
-    last = values[starts + seq_len - 1]  # [N, C]
-    future = (sums[starts + seq_len + pred_len] - sums[starts + seq_len]) / pred_len  # [N, C], mean over P
-    offset = last - mean
-    denominator = (offset * offset).sum(axis=0)
-    weight = np.divide((offset * (future - mean)).sum(axis=0), denominator, out=np.full(values.shape[1], 0.5),
-                       where=denominator > 0)
-    return tuple(float(w) for w in np.clip(weight, 0.0, 1.0))
-
-
 @dataclasses.dataclass(frozen=True)
 class FittedState:
     """The variables, frequency, reading options, window lengths and train-row scaler of a fit.
@@ -135,6 +79,11 @@ class FittedState:
     :func:`~forecast.data.io.prepare_series` options that read the fitted table (target, date
     column, frequency and a registered dataset's quirks), so new rows of the series are read
     the same way; ``dataset`` names the data (registered name, file stem or ``<DataFrame>``).
+
+    A wide table has one ``scaler`` over its training rows. A panel (``panel``, a
+    :class:`~forecast.data.panel_state.PanelFit`) has no single scaler: each series is scaled by its
+    own training rows, so un-scaling takes the series of each window (``series=``), and
+    ``prepare_options`` are :func:`~forecast.data.panel.prepare_panel`'s.
     """
 
     input_columns: tuple[Hashable, ...]
@@ -146,13 +95,18 @@ class FittedState:
     label_len: int
     pred_len: int
     time_encoding: str
-    scaler: StandardScaler
+    scaler: StandardScaler | None
     # Per input variable, :func:`persistence` over the training rows (None: a state saved before it existed).
     persistence: tuple[float, ...] | None = None
+    panel: PanelFit | None = None
 
     def __post_init__(self) -> None:
-        if len(self.input_columns) != self.scaler.n_features_in_:
-            raise ConfigError(f"the scaler has {self.scaler.n_features_in_} variables, the fitted state "
+        if (self.scaler is None) == (self.panel is None):
+            raise ConfigError("a fitted state has either a scaler (a wide table) or a panel fit (many series), "
+                              "exactly one of them")
+        n_scaled = self.scaler.n_features_in_ if self.scaler is not None else self.panel.mean.shape[1]
+        if len(self.input_columns) != n_scaled:
+            raise ConfigError(f"the scaling has {n_scaled} variables, the fitted state "
                               f"{len(self.input_columns)} ({list(self.input_columns)!r})")
 
     @classmethod
@@ -164,6 +118,17 @@ class FittedState:
         return cls(tuple(series.input_columns), tuple(series.output_columns), series.freq.freqstr, dataset,
                    prepare_options, seq_len, label_len, pred_len, time_encoding, scaler,
                    persistence(series.values[start:end], seq_len, pred_len))
+
+    @classmethod
+    def fit_panel(cls, panel: Panel, train_rows: Mapping[Hashable, tuple[int, int]], dataset: str,
+                  prepare_options: dict[str, Any], seq_len: int, label_len: int, pred_len: int,
+                  time_encoding: str) -> FittedState:
+        """The state of a panel fit: each series' scaling, and persistence, from its train rows only."""
+        inputs = (*panel.past_covariates, panel.target)
+        blocks = [series.inputs[slice(*train_rows[series.id])] for series in panel.series]  # [T_train_i, C] each
+        return cls(inputs, (panel.target,), panel.freq.freqstr, dataset, prepare_options, seq_len, label_len,
+                   pred_len, time_encoding, None, persistence(blocks, seq_len, pred_len),
+                   PanelFit.fit(panel, train_rows))
 
     def check_windows(self, seq_len: int, label_len: int, pred_len: int, time_encoding: str) -> None:
         """ConfigError unless this state is for these window lengths and calendar encoding."""
@@ -194,6 +159,21 @@ class FittedState:
         return time_feature_sizes(parse_offset(self.freq), self.time_encoding)
 
     @property
+    def n_known(self) -> int:
+        """K, the known (future) covariates of a panel; 0 for a wide table."""
+        return len(self.panel.known_columns) if self.panel is not None else 0
+
+    @property
+    def n_series(self) -> int:
+        """The series a panel was fitted on (the id embedding's rows); 0 for a wide table, which has none."""
+        return len(self.panel.ids) if self.panel is not None else 0
+
+    @property
+    def static_sizes(self) -> tuple[int, ...]:
+        """Codes per static covariate of a panel (its embedding's rows); empty for a wide table."""
+        return self.panel.static_sizes if self.panel is not None else ()
+
+    @property
     def season(self) -> int | None:
         """Steps in the data's natural cycle (:func:`~forecast.data.timefeatures.seasonal_period`), ``None``
         when its frequency has none (yearly data, a step that does not divide a day)."""
@@ -206,39 +186,53 @@ class FittedState:
 
     @property
     def output_mean(self) -> np.ndarray:
-        """float64 ``[C_out]``: the scaler's mean of each output variable."""
-        return self.scaler.mean_[-self.c_out:]
+        """float64 ``[C_out]`` (a wide table) or ``[N_series, C_out]`` (a panel): the output variables' means."""
+        return self.scaler.mean_[-self.c_out:] if self.panel is None else self.panel.mean[:, -self.c_out:]
 
     @property
     def output_scale(self) -> np.ndarray:
-        """float64 ``[C_out]``: the scaler's scale of each output variable."""
-        return self.scaler.scale_[-self.c_out:]
+        """float64 ``[C_out]`` or ``[N_series, C_out]``: the output variables' scales (as :attr:`output_mean`)."""
+        return self.scaler.scale_[-self.c_out:] if self.panel is None else self.panel.scale[:, -self.c_out:]
 
-    def _output_stats(self, values: np.ndarray | torch.Tensor) -> tuple[Any, Any]:
+    def _output_stats(self, values: np.ndarray | torch.Tensor, series: int | np.ndarray | torch.Tensor | None
+                      ) -> tuple[Any, Any]:
+        """The output statistics broadcastable to ``values [..., C_out]``: ``[C_out]`` for a wide table or one
+        series of a panel, ``[B, 1, C_out]`` for the series ``[B]`` of a batch ``[..., B, P, C_out]``."""
         if values.shape[-1:] != (self.c_out,):
             raise DataError(
                 f"values of shape {tuple(values.shape)}: the last dimension must be c_out={self.c_out} "
                 f"(the output variables {list(self.output_columns)!r})."
             )
+        mean, scale = self.output_mean, self.output_scale
+        if self.panel is not None:
+            if series is None:
+                raise ConfigError("a panel's series are scaled one by one: pass series= (each window's series "
+                                  "position, the batch's 'series') to un-scale them")
+            index = series.cpu().numpy() if isinstance(series, torch.Tensor) else np.asarray(series)
+            mean, scale = mean[index], scale[index]  # [C_out] or [B, C_out]
+            if index.ndim == 1:
+                mean, scale = mean[:, None, :], scale[:, None, :]  # [B, 1, C_out]
         if isinstance(values, torch.Tensor):
             dtype = values.dtype if values.is_floating_point() else torch.float32
-            return tuple(torch.as_tensor(stat, dtype=dtype, device=values.device)
-                         for stat in (self.output_mean, self.output_scale))
-        return self.output_mean, self.output_scale
+            return tuple(torch.as_tensor(stat, dtype=dtype, device=values.device) for stat in (mean, scale))
+        return mean, scale
 
-    def to_original(self, values: ArrayOrTensor) -> ArrayOrTensor:
+    def to_original(self, values: ArrayOrTensor, series: int | np.ndarray | torch.Tensor | None = None
+                    ) -> ArrayOrTensor:
         """Model-scale outputs ``[..., C_out]`` in original units (numpy or torch in, the same kind and
-        floating dtype out). ``M`` uses every variable's statistics; ``S``/``MS`` the target's alone."""
-        mean, scale = self._output_stats(values)
+        floating dtype out). ``M`` uses every variable's statistics; ``S``/``MS`` the target's alone.
+        A panel's values need their ``series``: one position, or ``[B]`` for values ``[..., B, P, C_out]``."""
+        mean, scale = self._output_stats(values, series)
         if isinstance(values, torch.Tensor):
             return values.to(mean.dtype) * scale + mean
         array = np.asarray(values)
         restored = array * scale + mean
         return restored.astype(array.dtype) if np.issubdtype(array.dtype, np.floating) else restored
 
-    def to_scaled(self, values: ArrayOrTensor) -> ArrayOrTensor:
+    def to_scaled(self, values: ArrayOrTensor, series: int | np.ndarray | torch.Tensor | None = None
+                  ) -> ArrayOrTensor:
         """Original-unit values ``[..., C_out]`` on the model's scale (the inverse of :meth:`to_original`)."""
-        mean, scale = self._output_stats(values)
+        mean, scale = self._output_stats(values, series)
         if isinstance(values, torch.Tensor):
             return (values.to(mean.dtype) - mean) / scale
         array = np.asarray(values)
@@ -247,6 +241,9 @@ class FittedState:
 
     def scale(self, series: TimeSeries, first_row: int = 0) -> np.ndarray:
         """A series' rows ``[T, C]`` standardized (float32) after checking its variables are the fitted ones."""
+        if self.panel is not None:
+            raise ConfigError(f"{series.source}: the model was fitted on a panel; pass long-format data with its "
+                              f"id column {self.panel.id_column!r}")
         if tuple(series.input_columns) != self.input_columns:
             raise UnknownColumnError(
                 f"{series.source}: variables {list(series.input_columns)!r} differ from those the model was "
@@ -256,14 +253,33 @@ class FittedState:
 
     # ----------------------------------------------------------------- future
 
-    def read(self, data: Table) -> TimeSeries:
-        """New rows of the fitted series, read with the fit's options."""
+    def read(self, data: Table) -> TimeSeries | Panel:
+        """New rows of the fitted series (a panel: of some of its series), read with the fit's options."""
+        if self.panel is not None:
+            return prepare_panel(data, **self.prepare_options)
         return prepare_series(data, **self.prepare_options)
 
-    def future_batch(self, data: Table | TimeSeries) -> FutureBatch:
+    def scale_panel(self, panel: Panel) -> list[PanelRows]:
+        """Each series of ``panel`` scaled as the fit scaled it: its fit position, inputs ``[T, C_in]``,
+        known covariates ``[T, K]`` (float32) and static codes ``[S]``; DataError for a series the fit
+        never saw."""
+        if self.panel is None:
+            raise ConfigError(f"{panel.source}: the model was fitted on a wide table; pass one (no id column)")
+        return [PanelRows(position, self.panel.scale_inputs(position, series.inputs),
+                          self.panel.scale_known(series.future), self.panel.static_codes(series, panel.source))
+                for series in panel.series
+                for position in (self.panel.position(series.id, panel.source),)]
+
+    def future_batch(self, data: Table | TimeSeries | Panel, future: Table | None = None) -> FutureBatch:
         """The model input for the ``pred_len`` steps after the last row of ``data``, scaled with the
-        fitted scaler (never refitted); the future timestamps continue the series' frequency."""
-        series = data if isinstance(data, TimeSeries) else self.read(data)
+        fitted scaler (never refitted); the future timestamps continue the series' frequency.
+
+        A panel's batch holds one window per series, and ``future`` gives the known covariates of
+        their forecast steps (:func:`~forecast.data.panel.future_covariate_rows`).
+        """
+        series = data if isinstance(data, (TimeSeries, Panel)) else self.read(data)
+        if isinstance(series, Panel):
+            return self._future_panel_batch(series, future)
         seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len
         if series.n_rows < seq_len:
             raise SeriesTooShortError(
@@ -285,8 +301,43 @@ class FittedState:
             "y": torch.from_numpy(y).unsqueeze(0),  # [1, label_len+P, C]
             "x_mark": torch.from_numpy(time_features(x_dates, offset, self.time_encoding)).unsqueeze(0),  # [1, L, F]
             "y_mark": torch.from_numpy(time_features(y_dates, offset, self.time_encoding)).unsqueeze(0),
+            "x_known": torch.zeros(1, seq_len, 0),  # [1, L, 0]: a wide table has no known covariates
+            "y_known": torch.zeros(1, label_len + pred_len, 0),  # [1, label_len+P, 0]
+            "series": torch.zeros(1, dtype=torch.int64),  # [1]
+            "static": torch.zeros(1, 0, dtype=torch.int64),  # [1, 0]
         }
         return FutureBatch(batch, future_index)
+
+    def _future_panel_batch(self, panel: Panel, future: Table | None) -> FutureBatch:
+        seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len
+        short = [series.id for series in panel.series if series.n_rows < seq_len]
+        if short:
+            raise SeriesTooShortError(f"{panel.source}: {len(short)} series have fewer than seq_len={seq_len} rows, "
+                                      f"which forecasting the future needs: {short[:10]!r}. Fix: pass longer "
+                                      "series, or leave those out.")
+        future_known = future_covariate_rows(panel, future, pred_len)
+        items, index = [], []
+        for series, rows in zip(panel.series, self.scale_panel(panel)):
+            steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
+            x_dates = series.dates[-seq_len:]  # [L]
+            y_dates = series.dates[series.n_rows - label_len:].append(steps)  # [label_len+P]
+            known = np.concatenate([rows.known, self.panel.scale_known(future_known[series.id])])  # [T + P, K]
+            y = np.full((label_len + pred_len, rows.inputs.shape[1]), np.nan, dtype=np.float32)
+            y[:label_len] = rows.inputs[len(rows.inputs) - label_len:]
+            items.append({
+                "x": rows.inputs[-seq_len:],  # [L, C]
+                "y": y,  # [label_len+P, C], the last P unknown
+                "x_mark": time_features(x_dates, panel.freq, self.time_encoding),  # [L, F]
+                "y_mark": time_features(y_dates, panel.freq, self.time_encoding),  # [label_len+P, F]
+                "x_known": known[-seq_len - pred_len:-pred_len],  # [L, K]
+                "y_known": known[len(known) - label_len - pred_len:],  # [label_len+P, K]
+                "series": np.int64(rows.position),
+                "static": rows.static,  # [S]
+            })
+            index.append(pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps],
+                                                   names=[panel.id_column, panel.date_column]))
+        batch = {key: torch.as_tensor(np.stack([item[key] for item in items])) for key in items[0]}  # [N, ...]
+        return FutureBatch(batch, index[0].append(index[1:]) if len(index) > 1 else index[0])
 
     # ------------------------------------------------------------ persistence
 
@@ -305,7 +356,8 @@ class FittedState:
                          "time_encoding": self.time_encoding, "time_feature_sizes": self.time_feature_sizes},
                 "persistence": list(self.persistence) if self.persistence is not None else None,
             },
-            "scaler": {"columns": list(self.input_columns), **_scaler_state(self.scaler)},
+            **({"scaler": {"columns": list(self.input_columns), **_scaler_state(self.scaler)}}
+               if self.scaler is not None else {"panel": self.panel.state_dict()}),
         }
 
     @classmethod
@@ -316,8 +368,9 @@ class FittedState:
             return cls(tuple(fitted["input_columns"]), tuple(fitted["output_columns"]), fitted["freq"],
                        fitted["dataset"], dict(fitted["prepare_options"]), int(spec["seq_len"]),
                        int(spec["label_len"]), int(spec["pred_len"]), spec.get("time_encoding", "timeF"),
-                       _scaler_from_state(state["scaler"]),
-                       tuple(fitted["persistence"]) if fitted.get("persistence") is not None else None)
+                       _scaler_from_state(state["scaler"]) if "panel" not in state else None,
+                       tuple(fitted["persistence"]) if fitted.get("persistence") is not None else None,
+                       PanelFit.from_state_dict(state["panel"]) if "panel" in state else None)
         except (KeyError, TypeError) as error:
             raise ConfigError(f"an incomplete fitted data state (missing {error}); it was not written by "
                               "FittedState.state_dict(). Fix: fit again.") from error

@@ -15,7 +15,7 @@ inferred per series and required to agree), and a static covariate holds one val
 Covariates have roles: ``past_covariates`` are known up to the forecast's start only,
 ``future_covariates`` are known ahead (a promotion calendar, holidays, a price plan), and
 ``static_covariates`` describe a series (region, category; any type). This module reads and
-checks a panel; the data module does not cut windows from one yet (it reads one wide table).
+checks a panel; :class:`~forecast.data.WindowDataModule` cuts windows from it (``id_column=...``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,11 @@ class PanelSeries:
     @property
     def n_rows(self) -> int:
         return len(self.dates)
+
+    @property
+    def inputs(self) -> np.ndarray:
+        """float64 ``[T, K_past + 1]``: the model's input variables, past covariates then the target."""
+        return np.column_stack([self.past, self.target])
 
 
 @dataclass(frozen=True)
@@ -223,3 +228,46 @@ def panel_windows(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
         starts = start + np.arange(window_count(end - start, seq_len, pred_len), dtype=np.int64)  # [N_i]
         blocks.append(np.stack([np.full_like(starts, position), starts], axis=1))  # [N_i, 2]
     return np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
+
+
+def future_covariate_rows(panel: Panel, future: Table | None, pred_len: int) -> dict[Hashable, np.ndarray]:
+    """Per series, float64 ``[P, K_future]``: the known covariates of the ``pred_len`` steps after its end.
+
+    ``future`` is a long table with the panel's id and date columns and its future covariates,
+    holding (at least) those steps for every series; None is fine when there are no future
+    covariates. DataError naming the series and its missing steps, or a column the table lacks,
+    or a value that is not a finite number: a forecast is never made from guessed covariates.
+    """
+    columns = list(panel.future_covariates)
+    if not columns:
+        return {series.id: np.zeros((pred_len, 0)) for series in panel.series}
+    if future is None:
+        raise DataError(f"{panel.source}: the model was fitted with future covariates {columns!r}; forecasting "
+                        f"needs their values for the {pred_len} steps after each series' end. Fix: pass "
+                        f"future_covariates=<a long table with {panel.id_column!r}, {panel.date_column!r} and "
+                        f"{columns!r}>.")
+    frame, origin = read_table(future)
+    where = Origin(f"future covariates {origin.label}")
+    for column in (panel.id_column, panel.date_column, *columns):
+        if column not in frame.columns:
+            raise UnknownColumnError(f"{where.label}: has no column {column!r} (its columns: {list(frame.columns)!r})."
+                                     f" Fix: give it the id, date and future covariate columns of the fitted data.")
+    dates = parse_dates(frame[panel.date_column], column=panel.date_column, origin=where)
+    values = _fill_non_finite(_numeric_values(frame, columns, where), None, where).to_numpy(np.float64)  # [rows, K]
+    lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([frame[panel.id_column], dates]))
+    if lookup.index.has_duplicates:
+        series_id, date = lookup.index[lookup.index.duplicated()][0]
+        raise DataError(f"{where.label}: series {series_id!r} has two rows at {date}. Fix: one row per series "
+                        "and step.")
+    rows = {}
+    for series in panel.series:
+        steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
+        wanted = pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps])
+        found = lookup.reindex(wanted)
+        if found.isna().any():
+            missing = steps[found.isna().to_numpy()]
+            raise DataError(f"{where.label}: series {series.id!r} lacks its future covariates at {len(missing)} of "
+                            f"the {pred_len} steps after its end, from {missing[0]} (e.g. {[str(d) for d in missing[:3]]})."
+                            f" Fix: give every series a row for each of its next {pred_len} steps.")
+        rows[series.id] = values[found.to_numpy(np.int64)]
+    return rows

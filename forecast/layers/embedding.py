@@ -107,27 +107,66 @@ class NoTimeEmbedding(nn.Module):
         return x_mark.new_zeros(*x_mark.shape[:-1], self.d_model)  # [B, L, 0] -> [B, L, D]
 
 
+class StepEmbedding(nn.Module):
+    """Everything known at a step, embedded: ``marks [B, T, F + K + S] -> [B, T, D]``.
+
+    The columns are the F calendar features (embedded as their encoding says), the K known
+    covariates (a linear map) and S integer codes carried as float32 (a panel's series position
+    and static covariates), each code with its own table.
+    """
+
+    def __init__(self, calendar: nn.Module, n_time_features: int, d_model: int, n_known: int,
+                 code_sizes: Sequence[int]):
+        super().__init__()
+        self.calendar = calendar
+        self.n_time_features, self.n_known = n_time_features, n_known
+        self.known = nn.Linear(n_known, d_model, bias=False) if n_known else None
+        self.codes = nn.ModuleList(nn.Embedding(size, d_model) for size in code_sizes)
+
+    def forward(self, marks: torch.Tensor) -> torch.Tensor:
+        first_code = self.n_time_features + self.n_known
+        embedded = self.calendar(marks[..., :self.n_time_features])  # [B, T, D]
+        if self.known is not None:
+            embedded = embedded + self.known(marks[..., self.n_time_features:first_code])  # [B, T, K] -> [B, T, D]
+        codes = marks[..., first_code:].long()  # [B, T, S]
+        for i, table in enumerate(self.codes):
+            embedded = embedded + table(codes[..., i])
+        return embedded
+
+
 def time_embedding(
     d_model: int,
     n_time_features: int,
     time_encoding: TimeEncoding = "timeF",
     time_feature_sizes: Sequence[int] | None = None,
+    n_known: int = 0,
+    code_sizes: Sequence[int] = (),
 ) -> nn.Module:
-    """The calendar embedding ``[B, L, F] -> [B, L, D]`` of an encoding."""
+    """The embedding of the marks ``[B, L, F] -> [B, L, D]``: the calendar embedding of an encoding, and
+    with ``n_known`` known covariates or ``code_sizes`` (a panel's), a :class:`StepEmbedding` around it.
+
+    Without them the module is the calendar embedding itself, so the parameters of a wide table's
+    model keep their names.
+    """
     if n_time_features == 0:
-        return NoTimeEmbedding(d_model)
-    if time_encoding == "timeF":
-        return TimeFeatureEmbedding(n_time_features, d_model)
-    if not time_feature_sizes or len(time_feature_sizes) != n_time_features:
+        calendar: nn.Module = NoTimeEmbedding(d_model)
+    elif time_encoding == "timeF":
+        calendar = TimeFeatureEmbedding(n_time_features, d_model)
+    elif not time_feature_sizes or len(time_feature_sizes) != n_time_features:
         raise ConfigError(
             f"time_encoding={time_encoding!r} needs one table size per calendar field "
             f"(got {time_feature_sizes} for {n_time_features} fields)"
         )
-    return CalendarEmbedding(list(time_feature_sizes), d_model, time_encoding == "learned")
+    else:
+        calendar = CalendarEmbedding(list(time_feature_sizes), d_model, time_encoding == "learned")
+    if not n_known and not code_sizes:
+        return calendar
+    return StepEmbedding(calendar, n_time_features, d_model, n_known, code_sizes)
 
 
 class DataEmbedding(nn.Module):
-    """Value + position + calendar embedding, then dropout: ``[B, L, C], [B, L, F] -> [B, L, D]``."""
+    """Value + position + step (calendar, known covariates, codes) embedding, then dropout:
+    ``[B, L, C], [B, L, F + K + S] -> [B, L, D]``."""
 
     def __init__(
         self,
@@ -138,11 +177,13 @@ class DataEmbedding(nn.Module):
         time_feature_sizes: list[int] | None = None,
         padding_mode: PaddingMode = "circular",
         dropout: float = 0.0,
+        n_known: int = 0,
+        code_sizes: Sequence[int] = (),
     ):
         super().__init__()
         self.value = ValueEmbedding(c_in, d_model, padding_mode)
         self.position = PositionalEmbedding(d_model)
-        self.time = time_embedding(d_model, n_time_features, time_encoding, time_feature_sizes)
+        self.time = time_embedding(d_model, n_time_features, time_encoding, time_feature_sizes, n_known, code_sizes)
         self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor) -> torch.Tensor:

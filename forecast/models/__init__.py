@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Callable
 
 from forecast.errors import ConfigError
-from forecast.models.base import DataSpec, ForecastModel
+from forecast.models.base import DataSpec, ForecastModel, model_inputs
 from forecast.models.dlinear import DLinear, DLinearConfig
 from forecast.models.informer import Informer, InformerConfig
 from forecast.models.logsparse import LogSparseConfig, LogSparseTransformer
@@ -119,5 +119,6 @@ __all__ = [
     "SeasonalNaiveConfig",
     "build_model",
     "model_config_class",
+    "model_inputs",
     "model_options",
 ]

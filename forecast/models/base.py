@@ -32,11 +32,16 @@ class DataSpec:
     # Per input variable, how much of a window's last offset persists over the horizon in the training
     # windows (forecast.data.fitted.persistence): where the ``persistence`` RevIN centre starts.
     persistence: tuple[float, ...] | None = None
+    # A panel's (forecast.data.panel): K known covariates, the series the id embedding has rows for
+    # (0: no id embedding) and the codes of each static covariate.
+    n_known: int = 0
+    n_series: int = 0
+    static_sizes: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # F = 0 is valid: yearly data has no calendar features.
         for name, minimum in (("seq_len", 1), ("label_len", 0), ("pred_len", 1), ("c_in", 1),
-                              ("c_out", 1), ("n_time_features", 0)):
+                              ("c_out", 1), ("n_time_features", 0), ("n_known", 0), ("n_series", 0)):
             require_int(name, getattr(self, name), minimum)
         if self.label_len > self.seq_len:
             raise ConfigError(
@@ -52,6 +57,7 @@ class DataSpec:
                 raise ConfigError(f"persistence={self.persistence!r}: one weight in [0, 1] per input variable "
                                   f"(c_in={self.c_in}); take it from WindowDataModule.fitted.persistence")
             object.__setattr__(self, "persistence", tuple(float(w) for w in self.persistence))
+        object.__setattr__(self, "static_sizes", require_ints("static_sizes", self.static_sizes, 1, allow_empty=True))
         if self.time_feature_sizes is not None:
             sizes = require_ints("time_feature_sizes", self.time_feature_sizes, 1, allow_empty=True)
             object.__setattr__(self, "time_feature_sizes", sizes)
@@ -64,6 +70,16 @@ class DataSpec:
                 "take them from WindowDataModule.time_feature_sizes"
             )
 
+    @property
+    def code_sizes(self) -> tuple[int, ...]:
+        """Rows of each code's embedding: the series (when there is an id embedding), then each static covariate."""
+        return ((self.n_series,) if self.n_series else ()) + self.static_sizes
+
+    @property
+    def n_step_features(self) -> int:
+        """The columns of the marks a model takes (:func:`model_inputs`): calendar, known covariates, codes."""
+        return self.n_time_features + self.n_known + len(self.code_sizes)
+
     @classmethod
     def from_fitted(cls, state: FittedState) -> DataSpec:
         """The sizes of a fit's data (``WindowDataModule.fitted`` or a saved run's state)."""
@@ -73,8 +89,33 @@ class DataSpec:
             c_in=state.c_in, c_out=state.c_out, n_time_features=state.n_time_features,
             time_encoding=state.time_encoding,
             time_feature_sizes=tuple(sizes) if sizes is not None else None, season=state.season,
-            persistence=state.persistence,
+            persistence=state.persistence, n_known=state.n_known, n_series=state.n_series,
+            static_sizes=state.static_sizes,
         )
+
+
+def model_inputs(spec: DataSpec, batch: Mapping[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """``(x, x_mark, y_mark)`` of a batch as a model built for ``spec`` takes them.
+
+    A panel's known covariates and codes are what is known at every step, like the calendar, so
+    they travel in the marks: ``x_mark [B, L, F + K + S]`` and ``y_mark [B, label_len + P, F + K + S]``
+    hold the calendar features, the known covariates (``x_known``/``y_known``, forecast steps
+    included) and the codes (the ``series`` position when the spec has an id embedding, then the
+    ``static`` codes) as float32, in :class:`DataSpec.n_step_features` columns. A wide table's
+    marks are the calendar features alone.
+    """
+    x, x_mark, y_mark = batch["x"], batch["x_mark"], batch["y_mark"]
+    if spec.n_step_features == spec.n_time_features:
+        return x, x_mark, y_mark
+    codes = batch["static"].to(x_mark.dtype)  # [B, S]
+    if spec.n_series:
+        codes = torch.cat([batch["series"].to(x_mark.dtype).unsqueeze(1), codes], dim=1)  # [B, 1 + S]
+    marks = []
+    for calendar, known in ((x_mark, batch["x_known"]), (y_mark, batch["y_known"])):
+        steps = calendar.shape[1]
+        marks.append(torch.cat([calendar, known.to(calendar.dtype), codes.unsqueeze(1).expand(-1, steps, -1)],
+                               dim=2))  # [B, T, F + K + S]
+    return x, marks[0], marks[1]
 
 
 # torch.quantile refuses inputs of more than 2**24 elements.
@@ -91,8 +132,8 @@ def check_batch(spec: DataSpec, model: str, x: Tensor, x_mark: Tensor, y_mark: T
     """
     expected = {
         "x": (x, spec.seq_len, spec.c_in),
-        "x_mark": (x_mark, spec.seq_len, spec.n_time_features),
-        "y_mark": (y_mark, y_mark_steps, spec.n_time_features),
+        "x_mark": (x_mark, spec.seq_len, spec.n_step_features),
+        "y_mark": (y_mark, y_mark_steps, spec.n_step_features),
     }
     if future is not None:
         expected["future"] = (future, spec.pred_len, spec.c_in)
@@ -103,7 +144,8 @@ def check_batch(spec: DataSpec, model: str, x: Tensor, x_mark: Tensor, y_mark: T
                 f"{model}: {name} has shape {tuple(tensor.shape)}, expected [B, "
                 f"{length if length is not None else 'label_len + P'}, {width}] for the DataSpec it was built with "
                 f"(seq_len={spec.seq_len}, label_len={spec.label_len}, pred_len={spec.pred_len}, c_in={spec.c_in}, "
-                f"F={spec.n_time_features}); build the model from the data module that serves the batches"
+                f"F={spec.n_time_features}, known covariates K={spec.n_known}, codes {len(spec.code_sizes)}); build the "
+                "model from the data module that serves the batches (a panel's marks: forecast.models.model_inputs)"
             )
     if y_mark.shape[1] < spec.pred_len:
         raise DataError(f"{model}: y_mark has {y_mark.shape[1]} steps, fewer than pred_len={spec.pred_len}; it must "
@@ -135,7 +177,8 @@ class ForecastModel(nn.Module):
 
     Required: :meth:`forward` ``(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + P, F])
     -> [B, P, C_out]`` on the standardized scale, and the :class:`DataSpec` it was built for
-    in ``self.spec``.
+    in ``self.spec``. For a panel the marks also carry the known covariates and codes
+    (:func:`model_inputs`); a model that cannot use them refuses such a spec when it is built.
 
     Optional capabilities each have a default that declares them absent, so callers ask the
     model, never ``hasattr``:
@@ -157,7 +200,7 @@ class ForecastModel(nn.Module):
 
     def loss(self, batch: Mapping[str, Tensor], loss_fn: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
         """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale."""
-        pred = self(batch["x"], batch["x_mark"], batch["y_mark"])  # [B, P, C_out]
+        pred = self(*model_inputs(self.spec, batch))  # [B, P, C_out]
         return loss_fn(pred, horizon_target(batch["y"], pred.shape[2], pred.shape[1]))
 
     @property

@@ -72,7 +72,9 @@ class DLinear(ForecastModel):
     """``forward(x [B, L, C_in], x_mark, y_mark) -> [B, P, C_out]``; calendar features are unused.
 
     The output variables are the last ``C_out`` inputs; the other inputs (``MS``'s
-    covariates) are not read, since the model never mixes variables.
+    covariates) are not read, since the model never mixes variables. A panel's known
+    covariates (in ``y_mark``, :func:`~forecast.models.base.model_inputs`) add a linear term per
+    forecast step and its series and static codes a learned level each.
     """
 
     def __init__(self, spec: DataSpec, config: DLinearConfig | None = None):
@@ -84,6 +86,13 @@ class DLinear(ForecastModel):
                       if config.revin else None)
         self.seasonal = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
         self.trend = _Linear(spec.seq_len, spec.pred_len, spec.c_out, config.individual)
+        # A panel's: the forecast steps' known covariates act linearly on each step, and every code (series,
+        # static covariate) shifts the forecast by its own learned level; none for a wide table.
+        # Both start at zero, so an untrained model forecasts as plain DLinear does.
+        self.known = nn.Linear(spec.n_known, spec.c_out, bias=False) if spec.n_known else None
+        self.codes = nn.ModuleList(nn.Embedding(size, spec.c_out) for size in spec.code_sizes)
+        for parameter in (*(self.known.parameters() if self.known is not None else ()), *self.codes.parameters()):
+            nn.init.zeros_(parameter)
 
     def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
         stats = self.revin.statistics(x) if self.revin is not None else None
@@ -94,4 +103,10 @@ class DLinear(ForecastModel):
         seasonal = x - trend
         out = self.seasonal(seasonal.transpose(1, 2)) + self.trend(trend.transpose(1, 2))  # [B, C_out, P]
         out = out.transpose(1, 2)  # [B, C_out, P] -> [B, P, C_out]
+        first_code = self.spec.n_time_features + self.spec.n_known
+        if self.known is not None:
+            out = out + self.known(y_mark[:, -self.spec.pred_len:, self.spec.n_time_features:first_code])  # [B, P, C_out]
+        codes = y_mark[:, 0, first_code:].long()  # [B, S]
+        for i, table in enumerate(self.codes):
+            out = out + table(codes[:, i]).unsqueeze(1)  # [B, 1, C_out] over all P
         return out if stats is None else self.revin.denormalize(out, stats)

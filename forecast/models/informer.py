@@ -113,7 +113,8 @@ class Informer(ForecastModel):
             d_model=config.d_model, n_time_features=spec.n_time_features,
             time_encoding=spec.time_encoding,
             time_feature_sizes=list(spec.time_feature_sizes or []) or None,
-            padding_mode=config.padding_mode, dropout=config.dropout,
+            padding_mode=config.padding_mode, dropout=config.dropout, n_known=spec.n_known,
+            code_sizes=spec.code_sizes,
         )
         independent = config.channels == "independent"
         # Per network sequence: the inputs it reads and the values it forecasts.

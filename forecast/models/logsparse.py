@@ -72,7 +72,7 @@ from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
-from forecast.models.base import DataSpec, ForecastModel, check_batch, path_quantiles
+from forecast.models.base import DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
 
@@ -175,9 +175,8 @@ class LogSparseTransformer(ForecastModel):
                                              start=spec.persistence)
                       if config.revin else None)
         self.value_embedding = nn.Linear(2 * self.n_inputs, d_model)
-        self.time_embedding = time_embedding(
-            d_model, spec.n_time_features, spec.time_encoding, spec.time_feature_sizes
-        )
+        self.time_embedding = time_embedding(d_model, spec.n_time_features, spec.time_encoding,
+                                             spec.time_feature_sizes, spec.n_known, spec.code_sizes)
         self.position_embedding = PositionalEmbedding(d_model)
         self.series_embedding = (
             nn.Embedding(spec.c_out, d_model) if independent and config.series_embedding else None
@@ -447,7 +446,8 @@ class LogSparseTransformer(ForecastModel):
         the window's own steps are normalized by statistics that include the very value each
         step forecasts (the normalized window sums to zero), a leak no horizon step has.
         """
-        x, y, x_mark, y_mark = batch["x"], batch["y"], batch["x_mark"], batch["y_mark"]
+        x, x_mark, y_mark = model_inputs(self.spec, batch)
+        y = batch["y"]
         horizon = self.spec.pred_len
         future = y[:, y.shape[1] - horizon :]  # [B, P, C_in]
         first = x.shape[1]
@@ -498,7 +498,7 @@ class LogSparseTransformer(ForecastModel):
         horizon = self.spec.pred_len
         errors = []
         for batch in batches:
-            prediction = self.step_outputs(batch["x"], batch["x_mark"], batch["y_mark"])
+            prediction = self.step_outputs(*model_inputs(self.spec, batch))
             target = batch["y"][:, -horizon:, self.n_exogenous:]  # [B, P, C_out]
             z = (target - prediction.mean[:, -horizon:]) / prediction.scale[:, -horizon:]
             errors.append(z.abs().flatten())

@@ -1,0 +1,228 @@
+"""Panels through the data module, the models and the Forecaster: windows per series, per-series
+scaling, covariates in every model's input, forecasts that follow a known covariate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from forecast import Forecaster
+from forecast.data import WindowDataModule
+from forecast.data.dataset import ITEM_KEYS
+from forecast.data.fitted import FittedState
+from forecast.errors import ConfigError, DataError
+from forecast.models import DataSpec, build_model, model_inputs
+
+WINDOWS = dict(seq_len=12, label_len=6, pred_len=4)
+ROLES = dict(id_column="store", target="sales", future_covariates=["promo"], static_covariates=["region"])
+LIFT = 4.0
+
+
+def store_panel(lengths=(90, 120, 70), seed: int = 0) -> pd.DataFrame:
+    """Stores of their own lengths, starts and levels; sales rise by LIFT on promotion days."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for index, length in enumerate(lengths):
+        t = np.arange(length)
+        promo = (rng.random(length) < 0.3).astype(float)
+        sales = 20.0 * (index + 1) + 2 * np.sin(2 * np.pi * t / 7) + LIFT * promo + rng.normal(0, 0.2, length)
+        blocks.append(pd.DataFrame({
+            "store": f"s{index}", "date": pd.date_range(f"2024-01-0{index + 1}", periods=length, freq="D"),
+            "sales": sales, "promo": promo, "region": ["north", "south", "north"][index],
+        }))
+    return pd.concat(blocks, ignore_index=True)
+
+
+def panel_module(frame: pd.DataFrame | None = None, **options) -> WindowDataModule:
+    dm = WindowDataModule(store_panel() if frame is None else frame, **WINDOWS, batch_size=8, **ROLES, **options)
+    dm.setup()
+    return dm
+
+
+def future_frame(frame: pd.DataFrame, promo: float, pred_len: int = 4) -> pd.DataFrame:
+    ends = frame.groupby("store", sort=False)["date"].max()
+    return pd.concat([pd.DataFrame({"store": store, "date": pd.date_range(end + pd.Timedelta("1D"), periods=pred_len),
+                                    "promo": promo}) for store, end in ends.items()], ignore_index=True)
+
+
+def test_windows_stay_inside_their_series_and_carry_its_covariates():
+    frame = store_panel()
+    dm = panel_module(frame)
+    fitted = dm.fitted
+    for split in ("train", "val", "test"):
+        dataset = dm.dataset(split)
+        x_dates, y_dates = dm.window_timestamps(split)
+        for index in range(len(dataset)):
+            item = dataset[index]
+            assert tuple(item) == ITEM_KEYS
+            store = fitted.panel.ids[int(item["series"])]
+            rows = frame[frame["store"] == store].set_index("date")
+            dates = pd.DatetimeIndex(np.concatenate([x_dates[index], y_dates[index][WINDOWS["label_len"]:]]))
+            assert dates.isin(rows.index).all()  # every step of the window is a row of its own series
+            assert (np.diff(dates.to_numpy()) == np.timedelta64(1, "D")).all()
+            raw = rows.loc[dates]
+            scaled_sales = fitted.to_scaled(raw[["sales"]].to_numpy(), int(item["series"]))
+            window_sales = torch.cat([item["x"], item["y"][WINDOWS["label_len"]:]])[:, 0].numpy()
+            np.testing.assert_allclose(window_sales, scaled_sales[:, 0], rtol=1e-5, atol=1e-5)
+            promo = (raw["promo"].to_numpy() - fitted.panel.known_mean[0]) / fitted.panel.known_scale[0]
+            known = torch.cat([item["x_known"], item["y_known"][WINDOWS["label_len"]:]])[:, 0].numpy()
+            np.testing.assert_allclose(known, promo, rtol=1e-5, atol=1e-5)
+            region = fitted.panel.static_values[0][int(item["static"][0])]
+            assert region == rows["region"].iloc[0]
+
+
+def test_every_position_of_every_series_is_a_window_once():
+    frame = store_panel()
+    dm = panel_module(frame)
+    windows = []
+    for split in ("train", "val", "test"):
+        x_dates, _ = dm.window_timestamps(split)
+        series = dm.dataset(split).series.numpy()
+        windows += [(dm.fitted.panel.ids[s], pd.Timestamp(d)) for s, d in zip(series, x_dates[:, 0])]
+    assert len(windows) == len(set(windows)) == sum(dm.split_sizes.values())
+    assert {store for store, _ in windows} == {"s0", "s1", "s2"}
+
+
+def test_each_series_is_scaled_by_its_own_training_rows_only():
+    frame = store_panel()
+    dm = panel_module(frame)
+    for position, store in enumerate(dm.fitted.panel.ids):
+        start, end = dm.borders[store]["train"]
+        train = frame[frame["store"] == store]["sales"].to_numpy()[start:end]
+        assert dm.fitted.panel.mean[position, -1] == pytest.approx(train.mean())
+        assert dm.fitted.panel.scale[position, -1] == pytest.approx(train.std())
+    changed = frame.copy()
+    test_rows = changed.index[changed["store"] == "s1"][-10:]
+    changed.loc[test_rows, "sales"] += 1000.0  # the last rows are s1's test rows
+    np.testing.assert_array_equal(panel_module(changed).fitted.panel.mean, dm.fitted.panel.mean)
+
+
+def test_un_scaling_a_batch_uses_each_windows_series():
+    dm = panel_module()
+    batch = next(iter(dm.test_dataloader()))
+    target = batch["y"][:, WINDOWS["label_len"]:, -1:]  # [B, P, 1]
+    restored = dm.fitted.to_original(target, batch["series"])
+    for row, series in enumerate(batch["series"].tolist()):
+        expected = dm.fitted.to_original(target[row], series)
+        torch.testing.assert_close(restored[row], expected)
+    torch.testing.assert_close(dm.fitted.to_scaled(restored, batch["series"]), target.to(restored.dtype))
+    with pytest.raises(ConfigError, match="series="):
+        dm.fitted.to_original(target)
+
+
+def test_the_fitted_panel_state_round_trips_through_json_types():
+    fitted = panel_module().fitted
+    state = fitted.state_dict()
+    assert FittedState.from_state_dict(state).state_dict() == state
+
+
+def test_a_wide_tables_items_carry_empty_panel_tensors():
+    frame = pd.DataFrame({"date": pd.date_range("2024-01-01", periods=60, freq="h"), "a": np.arange(60.0)})
+    dm = WindowDataModule(frame, **WINDOWS)
+    item = dm.train_dataset[0]
+    assert tuple(item) == ITEM_KEYS
+    assert item["x_known"].shape == (12, 0) and item["y_known"].shape == (10, 0) and item["static"].shape == (0,)
+    assert int(item["series"]) == 0 and dm.fitted.panel is None
+    spec = DataSpec.from_fitted(dm.fitted)
+    assert spec.n_step_features == spec.n_time_features
+    assert model_inputs(spec, item | {"x": item["x"]})[1] is item["x_mark"]  # nothing appended
+
+
+@pytest.mark.parametrize("model", ["informer", "transformer", "logsparse", "dlinear"])
+def test_every_model_reads_the_known_covariates_and_codes(model):
+    dm = panel_module()
+    spec = DataSpec.from_fitted(dm.fitted)
+    assert (spec.n_known, spec.n_series, spec.static_sizes) == (1, 3, (2,))
+    options = {} if model == "dlinear" else dict(d_model=16, n_heads=2, d_ff=16)
+    torch.manual_seed(0)
+    net = build_model(model, spec, **options).eval()
+    with torch.no_grad():  # DLinear's covariate terms start at zero: give every model weights that read them
+        for parameter in net.parameters():
+            parameter.normal_(0.0, 0.5)
+    batch = next(iter(dm.test_dataloader()))
+    x, x_mark, y_mark = model_inputs(spec, batch)
+    assert x_mark.shape[-1] == y_mark.shape[-1] == spec.n_time_features + 1 + 2
+    with torch.no_grad():
+        base = net(x, x_mark, y_mark)
+        promo = net(*model_inputs(spec, batch | {"y_known": batch["y_known"] + 1.0}))
+        other_store = net(*model_inputs(spec, batch | {"series": (batch["series"] + 1) % 3}))
+    assert base.shape == (len(batch["x"]), 4, 1)
+    assert not torch.allclose(base, promo) and not torch.allclose(base, other_store)
+
+
+def test_a_trained_model_follows_the_future_promotion_calendar():
+    frame = store_panel()
+    fc = Forecaster("dlinear", **WINDOWS, max_epochs=3, learning_rate=0.05, batch_size=16, progress=False)
+    fc.fit(frame, date_column="date", **ROLES)
+    with_promo = fc.predict(frame, future_covariates=future_frame(frame, promo=1.0))
+    without = fc.predict(frame, future_covariates=future_frame(frame, promo=0.0))
+    assert list(with_promo.columns) == ["store", "date", "sales"] and len(with_promo) == 3 * 4
+    lift = (with_promo["sales"] - without["sales"]).to_numpy()
+    assert (lift > 0.5 * LIFT).all(), lift  # every store, every step: the promotion raises the forecast
+    ends = frame.groupby("store")["date"].max()
+    for store, rows in with_promo.groupby("store"):
+        assert rows["date"].iloc[0] == ends[store] + pd.Timedelta("1D")  # after each series' own end
+
+
+def test_prediction_refuses_missing_future_covariates_by_series_and_step():
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    future = future_frame(frame, promo=1.0)
+    gap = future[~((future["store"] == "s1") & (future["date"] == future[future["store"] == "s1"]["date"].iloc[2]))]
+    with pytest.raises(DataError, match=r"series 's1' lacks its future covariates at 1 of the 4 steps"):
+        fc.predict(frame, future_covariates=gap)
+    with pytest.raises(DataError, match="future covariates"):
+        fc.predict(frame)
+    stranger = frame.assign(store=frame["store"].replace({"s2": "s9"}))
+    with pytest.raises(DataError, match="series 's9' was not in the data the model was fitted on"):
+        fc.predict(stranger, future_covariates=future_frame(stranger, promo=0.0))
+
+
+def test_a_saved_panel_forecaster_predicts_the_same(tmp_path):
+    frame = store_panel()
+    fc = Forecaster("dlinear", **WINDOWS, max_epochs=1, progress=False).fit(frame, date_column="date", **ROLES)
+    future = future_frame(frame, promo=1.0)
+    loaded = Forecaster.load(fc.save(tmp_path / "run"))
+    pd.testing.assert_frame_equal(loaded.predict(frame, future_covariates=future),
+                                  fc.predict(frame, future_covariates=future))
+    report = fc.evaluate()
+    assert report.attrs["n_windows"] == fc.datamodule.split_sizes["test"]
+
+
+def test_covariates_without_an_id_column_are_refused():
+    with pytest.raises(ConfigError, match="needs id_column"):
+        WindowDataModule(store_panel(), **WINDOWS, future_covariates=["promo"])
+    with pytest.raises(ConfigError, match="fit\\(\\) takes the data-reading options"):
+        Forecaster("naive", **WINDOWS).fit(store_panel(), batch_size=4)
+
+
+def test_evaluation_pools_every_series_and_breaks_down_by_series():
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    pooled = fc.evaluate()
+    by_series = fc.evaluate(by_series=True)
+    dm = fc.datamodule
+    assert list(by_series.index) == ["s0", "s1", "s2"] and by_series.index.name == "store"
+    counts = pd.Series(dm.test_dataset.series.numpy()).map(dict(enumerate(dm.fitted.panel.ids))).value_counts()
+    assert by_series["n_windows"].to_dict() == counts.to_dict()
+    weights = by_series["n_windows"] / by_series["n_windows"].sum()  # every window has P steps
+    for metric in ("mse", "mae"):
+        assert (weights * by_series[metric]).sum() == pytest.approx(pooled.loc[metric, "standardized"], rel=1e-5)
+        assert (weights * by_series[f"{metric}_orig"]).sum() == pytest.approx(pooled.loc[metric, "original"], rel=1e-5)
+    # the naive forecast repeats each window's last value: check one series by hand, in original units
+    rows = frame[frame["store"] == "s2"]["sales"].to_numpy()
+    start, end = dm.borders["s2"]["test"]
+    errors = [rows[i + 12:i + 16] - rows[i + 11] for i in range(start, end - 16 + 1)]
+    assert by_series.loc["s2", "mse_orig"] == pytest.approx(np.mean(np.square(errors)), rel=1e-5)
+
+
+def test_plots_of_a_panel_name_their_series():
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    figure = fc.plot(frame, series="s1", future_covariates=future_frame(frame, promo=0.0))
+    assert "series 's1'" in figure.get_suptitle()
+    assert "series 's" in fc.plot(window=-1).get_suptitle()
+    with pytest.raises(ConfigError, match="series=<one id>"):
+        fc.plot(frame, future_covariates=future_frame(frame, promo=0.0))
