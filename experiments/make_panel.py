@@ -14,6 +14,11 @@ drawn from ``[min_length, max_length]`` and a start anywhere in the first ``max_
 panel. Promotions are blocks of 6 to 48 hours that start at random (a share ``promo_rate`` of the
 hours on average) and lift the series by ``lift_i > 0``. ``--params`` writes the true parameters, one
 row per series, so that what a model learned about the promotion can be checked against them.
+
+    python experiments/make_panel.py --from-wide ETTh1 --output ETTh1_panel.csv
+
+instead writes a registered wide dataset in the long format: each variable becomes a series of its own
+(``unique_id`` the column name, ``ds``, ``y``), the panel benchmark's "variables as univariate series".
 """
 
 from __future__ import annotations
@@ -81,6 +86,16 @@ def make_panel(n_series: int = 300, seed: int = 0, *, min_length: int = 500, max
     return pd.concat(frames, ignore_index=True), pd.DataFrame(params)
 
 
+def wide_to_long(dataset: str) -> pd.DataFrame:
+    """A registered wide dataset as a panel: one series per variable, rows sorted by series, then time."""
+    from forecast import datasets
+
+    frame = datasets.load(dataset)
+    date_column = frame.columns[0]
+    long = frame.melt(id_vars=date_column, var_name="unique_id", value_name="y")
+    return long.rename(columns={date_column: "ds"})[["unique_id", "ds", "y"]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--series", type=int, default=300)
@@ -92,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", type=float, default=0.3)
     parser.add_argument("--output", type=Path, required=True, help="the panel's CSV")
     parser.add_argument("--params", type=Path, help="also write the true parameters, one row per series")
+    parser.add_argument("--from-wide", metavar="DATASET", help="write this registered dataset in the long format "
+                        "instead (each variable a series)")
     args = parser.parse_args(argv)
+    if args.from_wide is not None:
+        panel = wide_to_long(args.from_wide)
+        panel.to_csv(args.output, index=False)
+        print(f"wrote {args.output}: {len(panel)} rows, {panel['unique_id'].nunique()} series")
+        return 0
     panel, params = make_panel(args.series, args.seed, min_length=args.min_length, max_length=args.max_length,
                                max_start=args.max_start, promo_rate=args.promo_rate, noise=args.noise)
     panel.to_csv(args.output, index=False)
