@@ -175,6 +175,8 @@ def test_prediction_refuses_missing_future_covariates_by_series_and_step():
         fc.predict(frame, future_covariates=gap)
     with pytest.raises(DataError, match="future covariates"):
         fc.predict(frame)
+    with pytest.raises(DataError, match="series 's2' has no rows"):
+        fc.predict(frame, future_covariates=future[future["store"] != "s2"])
     stranger = frame.assign(store=frame["store"].replace({"s2": "s9"}))
     with pytest.raises(DataError, match="series 's9' was not in the data the model was fitted on"):
         fc.predict(stranger, future_covariates=future_frame(stranger, promo=0.0))

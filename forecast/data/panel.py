@@ -264,6 +264,10 @@ def future_covariate_rows(panel: Panel, future: Table | None, pred_len: int) -> 
         steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
         wanted = pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps])
         found = lookup.reindex(wanted)
+        if found.isna().all():
+            raise DataError(f"{where.label}: series {series.id!r} has no rows; forecasting it needs its future "
+                            f"covariates at the {pred_len} steps after its end, {steps[0]} to {steps[-1]}. Fix: "
+                            f"add its rows (id column {panel.id_column!r}), or leave the series out of the data.")
         if found.isna().any():
             missing = steps[found.isna().to_numpy()]
             raise DataError(f"{where.label}: series {series.id!r} lacks its future covariates at {len(missing)} of "
