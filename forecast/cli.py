@@ -79,7 +79,9 @@ _COMMAND_FLAGS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "validate": [],
     "test": [("windows", Literal["train", "val", "test"], "test", "the split whose windows are scored"),
              ("report", str | None, None, "where the full report goes (default RUN_DIR/<windows>_report.csv)")],
-    "predict": [("output", str | None, None, "where the forecast goes (default RUN_DIR/forecast.csv)")],
+    "predict": [("output", str | None, None, "where the forecast goes (default RUN_DIR/forecast.csv)"),
+                ("future_covariates", str | None, None, "a panel's future covariates for the forecast steps: a "
+                 "long-format CSV with the id, date and future covariate columns")],
 }
 _INPUT = ("input", str | None, None, "data to score or forecast from: a CSV path or dataset name (default: the "
                                      "config's data.dataset)")
@@ -175,12 +177,17 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
 
     config, flags = _config("predict", tokens)
     run_dir = _run_dir(config, must_exist=True)
-    future = Forecaster.load(run_dir).predict(flags["input"] or config.dataset)
+    future = Forecaster.load(run_dir).predict(flags["input"] or config.dataset,
+                                              future_covariates=flags["future_covariates"])
     destination = Path(flags["output"]) if flags["output"] else run_dir / "forecast.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
-    future.to_csv(destination)
-    print(f"forecast of the {len(future)} steps after the last row ({future.index[0]} to {future.index[-1]}) "
-          f"written to {destination}")
+    if isinstance(future.index, pd.RangeIndex):  # a panel's long frame: its id and date are columns
+        future.to_csv(destination, index=False)
+        print(f"forecast of {len(future)} steps after each series' last row written to {destination}")
+    else:
+        future.to_csv(destination)
+        print(f"forecast of the {len(future)} steps after the last row ({future.index[0]} to {future.index[-1]}) "
+              f"written to {destination}")
     print(_table(future.head()))
     return 0
 

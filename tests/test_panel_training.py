@@ -3,6 +3,8 @@ scaling, covariates in every model's input, forecasts that follow a known covari
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -228,3 +230,25 @@ def test_plots_of_a_panel_name_their_series():
     assert "series 's" in fc.plot(window=-1).get_suptitle()
     with pytest.raises(ConfigError, match="series=<one id>"):
         fc.plot(frame, future_covariates=future_frame(frame, promo=0.0))
+
+
+def test_a_panel_config_fits_and_predicts_through_the_command_line(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from forecast.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    frame = store_panel()
+    frame.to_csv("stores.csv", index=False)
+    future_frame(frame, promo=1.0).to_csv("calendar.csv", index=False)
+    config = {"model": {"name": "dlinear"},
+              "data": {"dataset": "stores.csv", **WINDOWS, "date_column": "date", **ROLES},
+              "trainer": {"max_epochs": 1}, "seed": 0}
+    Path("panel.yaml").write_text(yaml.safe_dump(config))
+    assert main(["fit", "--config", "panel.yaml", "--run_dir", "run"]) == 0
+    assert main(["predict", "--config", "panel.yaml", "--run_dir", "run", "--future_covariates", "calendar.csv",
+                 "--output", "forecast.csv"]) == 0
+    written = pd.read_csv("forecast.csv")
+    assert list(written.columns) == ["store", "date", "sales"] and len(written) == 3 * WINDOWS["pred_len"]
+    assert main(["predict", "--config", "panel.yaml", "--run_dir", "run"]) != 0  # no calendar: refused, by name
+    assert "future covariates" in capsys.readouterr().err
