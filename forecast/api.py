@@ -43,7 +43,15 @@ from forecast.errors import ConfigError
 from forecast.metrics import pivot_report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.predictor import Predictor, is_jsonable, jsonable, prepare_run_dir, private_rng, read_config
+from forecast.predictor import (
+    Predictor,
+    is_jsonable,
+    jsonable,
+    prepare_run_dir,
+    private_rng,
+    read_config,
+    series_report,
+)
 from forecast.recipes import DEFAULT_RECIPE, get_recipe
 from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, test_windows
 
@@ -102,6 +110,46 @@ def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
 
 
 # --------------------------------------------------------------------------- Forecaster
+
+
+def _route(options: Mapping[str, Any]) -> tuple[dict, dict, dict, dict]:
+    """Split ``options`` into data, training, Trainer and model options."""
+    if "split" in options:
+        raise ConfigError("split is an argument of fit(), not of the constructor: fit(data, split=...).")
+    data, training, trainer, model = {}, {}, {}, {}
+    for name, value in options.items():
+        if name in _SHARED_OPTIONS:
+            continue  # given to both the data module and the training config
+        if name in _DATA_OPTIONS:
+            data[name] = value
+        elif name in _TRAINING_OPTIONS:
+            training[name] = value
+        elif name in _TRAINER_OPTIONS:
+            trainer[name] = value
+        else:
+            model[name] = value
+    return data, training, trainer, model
+
+
+def _check_model_options(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any]) -> None:
+    """Build the model once on probe sizes: unknown names and bad values fail here, not at fit."""
+    if not model_options:
+        return
+    try:
+        with private_rng():
+            build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
+                        **model_options)
+    except ConfigError as error:
+        known = model_option_names(model)
+        unknown = sorted(name for name in model_options if name not in known)
+        if not unknown:
+            raise
+        raise ConfigError(
+            f"unknown option(s) {unknown} for Forecaster({model!r}). Valid options: model "
+            f"{list(known) or '(none)'}; data {sorted((*_DATA_OPTIONS, *_SHARED_OPTIONS))}; training "
+            f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
+            "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
+        ) from error
 
 
 class Forecaster:
@@ -175,7 +223,7 @@ class Forecaster:
         self._quantiles = _check_quantiles(quantiles)
         self._progress = _interactive() if progress is None else require_bool("progress", progress)
         self._callbacks = list(options.pop("callbacks", None) or [])
-        data_options, training_options, trainer_options, model_options = self._route(options)
+        data_options, training_options, trainer_options, model_options = _route(options)
         shared = {name: options[name] for name in _SHARED_OPTIONS if name in options}
         self._window = {"seq_len": seq_len, "label_len": label_len, "pred_len": pred_len,
                         "features": features, "target": target}
@@ -192,51 +240,12 @@ class Forecaster:
         self._training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
                                         extra_trainer_options=extra)
         self._model_options = model_options
-        self._check_model_options()
+        _check_model_options(model, self._window, model_options)
         self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         self._run = TrainedRun(None, EpochLog().frame())
         self._predictor: Predictor | None = None
 
     # ---------------------------------------------------------------- configuration
-
-    def _route(self, options: Mapping[str, Any]) -> tuple[dict, dict, dict, dict]:
-        """Split ``options`` into data, training, Trainer and model options."""
-        if "split" in options:
-            raise ConfigError("split is an argument of fit(), not of the constructor: fit(data, split=...).")
-        data, training, trainer, model = {}, {}, {}, {}
-        for name, value in options.items():
-            if name in _SHARED_OPTIONS:
-                continue  # given to both the data module and the training config
-            if name in _DATA_OPTIONS:
-                data[name] = value
-            elif name in _TRAINING_OPTIONS:
-                training[name] = value
-            elif name in _TRAINER_OPTIONS:
-                trainer[name] = value
-            else:
-                model[name] = value
-        return data, training, trainer, model
-
-    def _check_model_options(self) -> None:
-        """Build the model once on probe sizes: unknown names and bad values fail here, not at fit."""
-        if not self._model_options:
-            return
-        window = self._window
-        try:
-            with private_rng():
-                build_model(self._model_name, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
-                            **self._model_options)
-        except ConfigError as error:
-            known = model_option_names(self._model_name)
-            unknown = sorted(name for name in self._model_options if name not in known)
-            if not unknown:
-                raise
-            raise ConfigError(
-                f"unknown option(s) {unknown} for Forecaster({self._model_name!r}). Valid options: model "
-                f"{list(known) or '(none)'}; data {sorted((*_DATA_OPTIONS, *_SHARED_OPTIONS))}; training "
-                f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
-                "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
-            ) from error
 
     @property
     def model_name(self) -> str:
@@ -444,7 +453,7 @@ class Forecaster:
         :class:`~forecast.errors.UnknownColumnError`.
 
         A panel's windows of every series are pooled; ``by_series=True`` returns one row per
-        series instead (:meth:`Predictor.series_report <forecast.predictor.Predictor.series_report>`).
+        series instead (:func:`forecast.predictor.series_report`).
         """
         require_choice("windows", windows, SPLIT_NAMES)
         predictor = self.predictor
@@ -457,7 +466,7 @@ class Forecaster:
             datamodule = self._new_datamodule(data, split if split is not None else predictor.split, test_split=windows,
                                               fitted=predictor.fitted_state)
         if require_bool("by_series", by_series):
-            return predictor.series_report(datamodule)
+            return series_report(predictor.model, predictor.fitted_state, datamodule.test_dataloader())
         test_windows(module, datamodule, self._training, callbacks=self._callbacks, progress=self._progress)
         assert module.test_report is not None
         return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)

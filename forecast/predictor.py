@@ -17,7 +17,7 @@ import datetime
 import json
 import os
 import tempfile
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,38 @@ def inference(model: ForecastModel, batch: Mapping[str, torch.Tensor]) -> Iterat
             yield tuple(tensor.to(device) for tensor in model_inputs(model.spec, batch))
     finally:
         model.train(was_training)
+
+
+def series_report(model: ForecastModel, fitted: FittedState, loader: Iterable[Mapping[str, torch.Tensor]]
+                  ) -> pd.DataFrame:
+    """MSE and MAE of a panel's windows (``loader``'s batches) by series: one row per series id (index named
+    like the id column), columns ``mse``, ``mae`` (standardized, each series on its own training scale),
+    ``mse_orig``, ``mae_orig`` (original units) and ``n_windows``."""
+    if fitted.panel is None:
+        raise ConfigError("a breakdown by series needs a panel (fit with id_column=...); a wide table is one "
+                          "series: use evaluate()")
+    n_series = len(fitted.panel.ids)
+    sums = np.zeros((5, n_series))  # squared and absolute errors on both scales, and elements, per series
+    windows = np.zeros(n_series, dtype=np.int64)
+    for batch in loader:
+        with inference(model, batch) as inputs:
+            pred = model(*inputs).cpu().double()  # [B, P, 1]
+        target = batch["y"][:, -pred.shape[1]:, -pred.shape[2]:].double()  # [B, P, 1]
+        series = batch["series"].numpy()  # [B]
+        errors = (pred - target).reshape(len(series), -1).numpy()  # [B, P]
+        original = fitted.to_original(pred, batch["series"]) - fitted.to_original(target, batch["series"])
+        original = original.reshape(len(series), -1).numpy()  # [B, P]
+        for row, values in enumerate((errors**2, np.abs(errors), original**2, np.abs(original))):
+            np.add.at(sums[row], series, values.sum(axis=1))
+        np.add.at(sums[4], series, errors.shape[1])
+        np.add.at(windows, series, 1)
+    seen = windows > 0
+    report = pd.DataFrame({name: sums[row][seen] / sums[4][seen]
+                           for row, name in enumerate(("mse", "mae", "mse_orig", "mae_orig"))},
+                          index=pd.Index([fitted.panel.ids[i] for i in np.flatnonzero(seen)],
+                                         name=fitted.panel.id_column))
+    report["n_windows"] = windows[seen]
+    return report
 
 
 def jsonable(value: Any, name: str) -> Any:
@@ -300,38 +332,6 @@ class Predictor:
             for level, values in quantiles.items():
                 frame[quantile_column(column, level)] = values[0, :, position]
         return frame
-
-    def series_report(self, datamodule: WindowDataModule) -> pd.DataFrame:
-        """MSE and MAE of every window of ``datamodule``'s test split, by series: one row per series id
-        (index named like the id column), columns ``mse``, ``mae`` (standardized, each series on its own
-        training scale), ``mse_orig``, ``mae_orig`` (original units) and ``n_windows``."""
-        fitted = self.fitted_state
-        if fitted.panel is None:
-            raise ConfigError("a breakdown by series needs a panel (fit with id_column=...); a wide table is one "
-                              "series: use evaluate()")
-        n_series = len(fitted.panel.ids)
-        sums = np.zeros((5, n_series))  # squared and absolute errors on both scales, and elements, per series
-        windows = np.zeros(n_series, dtype=np.int64)
-        model = self.model
-        for batch in datamodule.test_dataloader():
-            with inference(model, batch) as inputs:
-                pred = model(*inputs).cpu().double()  # [B, P, 1]
-            target = batch["y"][:, -pred.shape[1]:, -pred.shape[2]:].double()  # [B, P, 1]
-            series = batch["series"].numpy()  # [B]
-            errors = (pred - target).reshape(len(series), -1).numpy()  # [B, P]
-            original = (fitted.to_original(pred, batch["series"]) - fitted.to_original(target, batch["series"]))
-            original = original.reshape(len(series), -1).numpy()  # [B, P]
-            for row, values in enumerate((errors**2, np.abs(errors), original**2, np.abs(original))):
-                np.add.at(sums[row], series, values.sum(axis=1))
-            np.add.at(sums[4], series, errors.shape[1])
-            np.add.at(windows, series, 1)
-        seen = windows > 0
-        report = pd.DataFrame({name: sums[row][seen] / sums[4][seen]
-                               for row, name in enumerate(("mse", "mae", "mse_orig", "mae_orig"))},
-                              index=pd.Index([fitted.panel.ids[i] for i in np.flatnonzero(seen)],
-                                             name=fitted.panel.id_column))
-        report["n_windows"] = windows[seen]
-        return report
 
     def _panel_frame(self, batch: Mapping[str, torch.Tensor], index: pd.MultiIndex) -> pd.DataFrame:
         point, quantiles = self._forecast(batch)  # [N, P, 1] each

@@ -154,6 +154,50 @@ def _read_options(cfg: DataConfig, info: registry.DatasetInfo | None) -> dict[st
     }
 
 
+def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
+    """A wide table validated, split, scaled (by ``given``, else by a fit on its train rows) and windowed."""
+    info = source.info
+    options = _read_options(cfg, info)
+    series = prepare_series(source.data, **options)
+    split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
+    split_protocol, split = resolve_split(split_spec)
+    borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source, dates=series.dates)
+    options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
+               "columns": list(cfg.columns) if cfg.columns is not None else None}
+    windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
+    fitted = given or FittedState.fit(series, borders["train"], source.label, options, *windows)
+    scaled = fitted.scale(series)  # [T, C]
+    marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
+    datasets = {name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len)
+                for name, (start, end) in borders.items()}
+    dates = _wall_clock(series.dates)
+    logger.info("%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
+                {name: len(ds) for name, ds in datasets.items()})
+    return _Prepared(source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
+                     datasets=datasets, split_dates={name: dates[start:end] for name, (start, end) in borders.items()})
+
+
+def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
+    """A long-format panel validated, split and scaled per series (by ``given``, else by a fit on each
+    series' train rows) and windowed inside each series."""
+    options = {"id_column": cfg.id_column, "target": cfg.target, "date_column": cfg.date_column,
+               "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
+               "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
+    panel = prepare_panel(source.data, **options)
+    split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
+    borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
+    options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column}
+    windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
+    fitted = given or FittedState.fit_panel(panel, {series_id: spans["train"] for series_id, spans in borders.items()},
+                                            source.label, options, *windows)
+    datasets, split_dates = _panel_splits(panel, borders, fitted, cfg)
+    logger.info("%s: %d series, %d rows, freq %s, windows %s.", source.name, len(panel.series),
+                sum(series.n_rows for series in panel.series), panel.freq.freqstr,
+                {name: len(ds) for name, ds in datasets.items()})
+    return _Prepared(source=source, series=panel, split_protocol=split_protocol, borders=borders, fitted=fitted,
+                     datasets=datasets, split_dates=split_dates)
+
+
 class WindowDataModule(L.LightningDataModule):
     """Forecasting windows of a DataFrame, a CSV path or a registered dataset name.
 
@@ -251,52 +295,8 @@ class WindowDataModule(L.LightningDataModule):
         windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
         if self._given_fitted is not None:
             self._given_fitted.check_windows(*windows)
-        if cfg.id_column is not None:
-            self._prepared = self._prepare_panel(source, windows)
-            return
-        info = source.info
-        options = _read_options(cfg, info)
-        series = prepare_series(source.data, **options)
-        split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
-        split_protocol, split = resolve_split(split_spec)
-        borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source,
-                                dates=series.dates)
-        options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
-                   "columns": list(cfg.columns) if cfg.columns is not None else None}
-        fitted = self._given_fitted or FittedState.fit(series, borders["train"], source.label, options, *windows)
-        scaled = fitted.scale(series)  # [T, C]
-        marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
-        datasets = {
-            name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len)
-            for name, (start, end) in borders.items()
-        }
-        dates = _wall_clock(series.dates)
-        self._prepared = _Prepared(
-            source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
-            datasets=datasets, split_dates={name: dates[start:end] for name, (start, end) in borders.items()},
-        )
-        logger.info(
-            "%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
-            {name: len(ds) for name, ds in datasets.items()},
-        )
-
-    def _prepare_panel(self, source: _Source, windows: tuple[int, int, int, str]) -> _Prepared:
-        cfg = self.config
-        options = {"id_column": cfg.id_column, "target": cfg.target, "date_column": cfg.date_column,
-                   "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
-                   "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
-        panel = prepare_panel(source.data, **options)
-        split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
-        borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
-        options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column}
-        fitted = self._given_fitted or FittedState.fit_panel(
-            panel, {series_id: spans["train"] for series_id, spans in borders.items()}, source.label, options, *windows)
-        datasets, split_dates = _panel_splits(panel, borders, fitted, cfg)
-        logger.info("%s: %d series, %d rows, freq %s, windows %s.", source.name, len(panel.series),
-                    sum(series.n_rows for series in panel.series), panel.freq.freqstr,
-                    {name: len(ds) for name, ds in datasets.items()})
-        return _Prepared(source=source, series=panel, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                         datasets=datasets, split_dates=split_dates)
+        prepare = _prepare_panel if cfg.id_column is not None else _prepare_table
+        self._prepared = prepare(source, cfg, self._given_fitted)
 
     def _state(self) -> _Prepared:
         self.setup()  # the first call prepares, later ones return at once

@@ -279,7 +279,7 @@ class FittedState:
         """
         series = data if isinstance(data, (TimeSeries, Panel)) else self.read(data)
         if isinstance(series, Panel):
-            return self._future_panel_batch(series, future)
+            return _panel_future_batch(self, series, future)
         seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len
         if series.n_rows < seq_len:
             raise SeriesTooShortError(
@@ -307,37 +307,6 @@ class FittedState:
             "static": torch.zeros(1, 0, dtype=torch.int64),  # [1, 0]
         }
         return FutureBatch(batch, future_index)
-
-    def _future_panel_batch(self, panel: Panel, future: Table | None) -> FutureBatch:
-        seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len
-        short = [series.id for series in panel.series if series.n_rows < seq_len]
-        if short:
-            raise SeriesTooShortError(f"{panel.source}: {len(short)} series have fewer than seq_len={seq_len} rows, "
-                                      f"which forecasting the future needs: {short[:10]!r}. Fix: pass longer "
-                                      "series, or leave those out.")
-        future_known = future_covariate_rows(panel, future, pred_len)
-        items, index = [], []
-        for series, rows in zip(panel.series, self.scale_panel(panel)):
-            steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
-            x_dates = series.dates[-seq_len:]  # [L]
-            y_dates = series.dates[series.n_rows - label_len:].append(steps)  # [label_len+P]
-            known = np.concatenate([rows.known, self.panel.scale_known(future_known[series.id])])  # [T + P, K]
-            y = np.full((label_len + pred_len, rows.inputs.shape[1]), np.nan, dtype=np.float32)
-            y[:label_len] = rows.inputs[len(rows.inputs) - label_len:]
-            items.append({
-                "x": rows.inputs[-seq_len:],  # [L, C]
-                "y": y,  # [label_len+P, C], the last P unknown
-                "x_mark": time_features(x_dates, panel.freq, self.time_encoding),  # [L, F]
-                "y_mark": time_features(y_dates, panel.freq, self.time_encoding),  # [label_len+P, F]
-                "x_known": known[-seq_len - pred_len:-pred_len],  # [L, K]
-                "y_known": known[len(known) - label_len - pred_len:],  # [label_len+P, K]
-                "series": np.int64(rows.position),
-                "static": rows.static,  # [S]
-            })
-            index.append(pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps],
-                                                   names=[panel.id_column, panel.date_column]))
-        batch = {key: torch.as_tensor(np.stack([item[key] for item in items])) for key in items[0]}  # [N, ...]
-        return FutureBatch(batch, index[0].append(index[1:]) if len(index) > 1 else index[0])
 
     # ------------------------------------------------------------ persistence
 
@@ -374,3 +343,36 @@ class FittedState:
         except (KeyError, TypeError) as error:
             raise ConfigError(f"an incomplete fitted data state (missing {error}); it was not written by "
                               "FittedState.state_dict(). Fix: fit again.") from error
+
+
+def _panel_future_batch(state: FittedState, panel: Panel, future: Table | None) -> FutureBatch:
+    """One window per series of ``panel``: its last ``seq_len`` rows and the ``pred_len`` steps after its end."""
+    seq_len, label_len, pred_len = state.seq_len, state.label_len, state.pred_len
+    short = [series.id for series in panel.series if series.n_rows < seq_len]
+    if short:
+        raise SeriesTooShortError(f"{panel.source}: {len(short)} series have fewer than seq_len={seq_len} rows, "
+                                  f"which forecasting the future needs: {short[:10]!r}. Fix: pass longer "
+                                  "series, or leave those out.")
+    future_known = future_covariate_rows(panel, future, pred_len)
+    items, index = [], []
+    for series, rows in zip(panel.series, state.scale_panel(panel)):
+        steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
+        x_dates = series.dates[-seq_len:]  # [L]
+        y_dates = series.dates[series.n_rows - label_len:].append(steps)  # [label_len+P]
+        known = np.concatenate([rows.known, state.panel.scale_known(future_known[series.id])])  # [T + P, K]
+        y = np.full((label_len + pred_len, rows.inputs.shape[1]), np.nan, dtype=np.float32)
+        y[:label_len] = rows.inputs[len(rows.inputs) - label_len:]
+        items.append({
+            "x": rows.inputs[-seq_len:],  # [L, C]
+            "y": y,  # [label_len+P, C], the last P unknown
+            "x_mark": time_features(x_dates, panel.freq, state.time_encoding),  # [L, F]
+            "y_mark": time_features(y_dates, panel.freq, state.time_encoding),  # [label_len+P, F]
+            "x_known": known[-seq_len - pred_len:-pred_len],  # [L, K]
+            "y_known": known[len(known) - label_len - pred_len:],  # [label_len+P, K]
+            "series": np.int64(rows.position),
+            "static": rows.static,  # [S]
+        })
+        index.append(pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps],
+                                               names=[panel.id_column, panel.date_column]))
+    batch = {key: torch.as_tensor(np.stack([item[key] for item in items])) for key in items[0]}  # [N, ...]
+    return FutureBatch(batch, index[0].append(index[1:]) if len(index) > 1 else index[0])
