@@ -36,7 +36,7 @@ DEFAULT_RECIPE = "improved"
 
 # TrainingConfig fields that change what a run learns; hardware, workers and checkpointing do not.
 RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
-                   "weight_decay", "precision", "limit_train_batches", "calibrate_scale")
+                   "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "ema_decay")
 
 
 @dataclass(frozen=True)

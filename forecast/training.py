@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, EarlyStopping, EMAWeightAveraging, ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
@@ -58,6 +58,9 @@ class TrainingConfig:
     ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
     the model's forward with ``torch.compile``; benchmarks/README.md measures both
     (bf16 pays on CPUs with avx512_bf16; compiling pays only for long LogSparse runs).
+    ``ema_decay``: keep an exponential moving average of the weights, updated after every
+    optimizer step (Lightning's ``EMAWeightAveraging``): validation, early stopping, the best
+    checkpoint and the weights kept are the average's.
     ``calibrate_scale``: after training, a model that can (``model.calibratable``,
     :class:`~forecast.models.base.ForecastModel`) fits its predictive scale on the
     validation windows (:func:`calibrate_on_validation`); the ``improved`` recipe turns it on.
@@ -82,6 +85,7 @@ class TrainingConfig:
     checkpoint_every_minutes: float | None = None
     compile_model: bool = False
     calibrate_scale: bool = False
+    ema_decay: float | None = None
     extra_trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -96,6 +100,9 @@ class TrainingConfig:
             raise ConfigError(f"strategy={self.strategy!r}; Fix: a Lightning strategy name such as 'auto' or 'ddp'.")
         require_bool("compile_model", self.compile_model)
         require_bool("calibrate_scale", self.calibrate_scale)
+        if self.ema_decay is not None:
+            require_real("ema_decay", self.ema_decay, low=0, high=1, low_open=True, high_open=True,
+                         hint="None: no weight averaging; e.g. 0.99 averages over about the last 100 steps")
         require_int("checkpoint_every_n_steps", self.checkpoint_every_n_steps, 1, optional=True,
                     hint="None: a checkpoint per epoch only")
         if self.checkpoint_every_minutes is not None:
@@ -365,6 +372,9 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     (:func:`log_interval`), so that an epoch shorter than 50 steps still logs ``train_loss``.
     """
     callbacks = list(callbacks or [])
+    if config.ema_decay is not None:
+        # First: it swaps the averaged weights in before any other callback sees a validation epoch.
+        callbacks.insert(0, EMAWeightAveraging(decay=config.ema_decay))
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
     callbacks.append(EpochLog())
     if config.compile_model:
@@ -507,20 +517,29 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
 
 class BestWeights(Callback):
     """Keeps in memory the weights of the epoch with the lowest ``val_loss``: the fallback when
-    no best checkpoint was written (a fit without a run directory)."""
+    no best checkpoint was written (a fit without a run directory).
+
+    The weights are those validated, taken as validation starts: with weight averaging
+    (``ema_decay``, whose callback comes first) the average's, not the ones training goes on with.
+    """
 
     def __init__(self) -> None:
         self.score = math.inf
         self.epoch = -1
         self.state: dict[str, torch.Tensor] | None = None
+        self._validated: dict[str, torch.Tensor] | None = None
+
+    def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self._validated = {k: v.detach().to("cpu", copy=True) for k, v in pl_module.model.state_dict().items()}
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or "val_loss" not in trainer.callback_metrics:
+        if trainer.sanity_checking or "val_loss" not in trainer.callback_metrics or self._validated is None:
             return
         score = float(trainer.callback_metrics["val_loss"])
         if score < self.score:
-            self.score, self.epoch = score, trainer.current_epoch
-            self.state = {k: v.detach().to("cpu", copy=True) for k, v in pl_module.model.state_dict().items()}
+            self.score, self.epoch, self.state = score, trainer.current_epoch, self._validated
+        self._validated = None
 
 
 @dataclass(frozen=True)
