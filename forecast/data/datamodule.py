@@ -359,16 +359,13 @@ class WindowDataModule(L.LightningDataModule):
                               "to read a long-format panel")
         return series
 
-    def _table(self, what: str) -> TimeSeries:
-        series = self._state().series
-        if isinstance(series, Panel):
-            raise ConfigError(f"{series.source}: a panel has its {what} per series: use dm.panel[series_id]")
-        return series
-
     @property
     def dates(self) -> pd.DatetimeIndex:
         """Timestamps of every row of a wide table (a panel: ``panel[series_id].dates``)."""
-        return self._table("dates").dates
+        series = self._state().series
+        if isinstance(series, Panel):
+            raise ConfigError(f"{series.source}: a panel has its dates per series: use dm.panel[series_id].dates")
+        return series.dates
 
     @property
     def n_rows(self) -> int:
