@@ -3,7 +3,7 @@
     python experiments/tables.py            # rewrites the blocks between the markers
 
 It also rewrites the main README's headline block: the detail tables of the ETTh1
-reproduction settings (``HEADLINE_SETTINGS``).
+reproduction settings (``HEADLINE_SETTINGS``), and the panel benchmark's block (``PANEL_DATASETS``).
 
 The same as ``forecast report --results-dir experiments/results --configs-dir experiments/configs
 --published experiments/published.csv --readme experiments/README.md`` (see :mod:`forecast.report`):
@@ -36,6 +36,9 @@ HERE = Path(__file__).resolve().parent
 # (features, seq_len, label_len, pred_len).
 HEADLINE_SETTINGS = (("M", 48, 48, 24), ("S", 720, 168, 24), ("M", 96, 48, 24))
 HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->"
+# The panel benchmark's panels (experiments/panel/, run_panel.sh): their tables in their own section.
+PANEL_DATASETS = ("synthetic_panel", "ETTh1_panel")
+PANEL_BEGIN, PANEL_END = "<!-- panel:begin -->", "<!-- panel:end -->"
 
 
 def headline_tables(results_dir: str | os.PathLike[str], published: str | os.PathLike[str],
@@ -49,6 +52,11 @@ def headline_tables(results_dir: str | os.PathLike[str], published: str | os.Pat
     return detail_tables(chosen, read_published(published), configured_settings(configs_dir))
 
 
+def panel_tables(results_dir: str | os.PathLike[str], datasets: Sequence[str] = PANEL_DATASETS) -> str:
+    """The detail tables of the panel benchmark: every model on the same windows of each panel."""
+    results = read_results_dir(results_dir)
+    return detail_tables(results[results["dataset"].isin(datasets)])
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--main-readme", type=Path, default=HERE.parent / "README.md")
     args = parser.parse_args(argv)
     body = render_report(args.results_dir, args.configs_dir, args.published)
-    args.readme.write_text(update_block(args.readme.read_text(), body))
+    readme = update_block(args.readme.read_text(), body)
+    args.readme.write_text(update_block(readme, panel_tables(args.results_dir), PANEL_BEGIN, PANEL_END))
     headline = headline_tables(args.results_dir, args.published, args.configs_dir)
     args.main_readme.write_text(update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END))
     return 0
