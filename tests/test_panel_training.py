@@ -252,3 +252,12 @@ def test_a_panel_config_fits_and_predicts_through_the_command_line(tmp_path, mon
     assert list(written.columns) == ["store", "date", "sales"] and len(written) == 3 * WINDOWS["pred_len"]
     assert main(["predict", "--config", "panel.yaml", "--run_dir", "run"]) != 0  # no calendar: refused, by name
     assert "future covariates" in capsys.readouterr().err
+
+
+def test_a_checkpointed_panel_state_resumes_only_on_the_same_panel():
+    frame = store_panel()
+    dm = panel_module(frame)
+    dm.load_state_dict(dm.state_dict())  # the same panel: accepted
+    other = panel_module(frame.assign(sales=frame["sales"] * 2.0))
+    with pytest.raises(DataError, match="fitted on other data"):
+        other.load_state_dict(dm.state_dict())
