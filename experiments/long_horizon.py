@@ -37,7 +37,7 @@ OURS = ("naive", "seasonal_naive", "dlinear", "informer", "logsparse", "informer
 PUBLISHED = (("informer", "Informer"), ("logsparse", "LogTrans"), ("naive", "Repeat"), ("dlinear", "DLinear"),
              ("patchtst", "PatchTST"), ("itransformer", "iTransformer"))
 DATASETS = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "exchange_rate", "national_illness")
-_KEY = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training"]
+_KEY = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training", "data"]
 
 
 def cell_table(results: pd.DataFrame, configs_dir: Path, published: pd.DataFrame,

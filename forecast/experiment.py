@@ -12,8 +12,8 @@ skipped, so repeating a command, a script or a sweep continues where it stopped.
 
 The key of a row (:data:`forecast.results.KEY`) is the dataset, model, features, window,
 seed, the recipe's name (:mod:`forecast.recipes`), the model options (the recipe's and
-those given) and the training settings that differ from the TrainingConfig defaults, both
-as sorted JSON. The run folder is named after the same key, so
+those given), the training settings that differ from the TrainingConfig defaults and the
+data options given (a panel's id column and covariates, a split), all three as sorted JSON. The run folder is named after the same key, so
 ``forecast sweep`` and ``forecast fit`` share checkpoints for the same run, and a smoke run
 (``max_epochs=1``) never stands for the real one.
 """
@@ -37,7 +37,7 @@ from forecast.api import Forecaster
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
 from forecast.recipes import DEFAULT_RECIPE, get_recipe, training_differences
-from forecast.results import PROBABILISTIC_COLUMNS, append_new_row, has_row
+from forecast.results import EMPTY_DATA, PROBABILISTIC_COLUMNS, append_new_row, has_row
 from forecast.training import TrainingConfig, device_description, git_commit, test_windows
 
 __all__ = ["Experiment", "dataset_label", "run_experiment"]
@@ -113,21 +113,29 @@ class Experiment:
             return "{}"
         return json.dumps(training_differences(self.training), sort_keys=True)
 
+    @property
+    def data_text(self) -> str:
+        """The data options given (a panel's id column and covariates, a split, ...), as sorted JSON: they
+        change what a run learns from, so they belong to its key."""
+        return json.dumps(self.data_options, sort_keys=True, default=str)
+
     def key(self) -> dict[str, Any]:
         """The results-row key (:data:`forecast.results.KEY`) of this run."""
         return dict(dataset=self.label, model=self.model, features=self.features, seq_len=self.seq_len,
                     label_len=self.label_len, pred_len=self.pred_len, seed=self.seed, recipe=self.recipe,
-                    options=self.options_text, training=self.training_text)
+                    options=self.options_text, training=self.training_text, data=self.data_text)
 
     def run_name(self) -> str:
         """The run folder's name: the key's short fields as ``name=value``, then a digest of the whole key.
 
-        The digest stands for the options and training settings, which would make a name
-        longer than file systems allow.
+        The digest stands for the options, training settings and data options, which would make a
+        name longer than file systems allow. Without data options the digest is that of the key
+        before it had them, so run folders made then are resumed.
         """
         key = self.key()
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
-        return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training")) + f"-{digest}"
+        hashed = {name: value for name, value in key.items() if not (name == "data" and value == EMPTY_DATA)}
+        digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
+        return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training", "data")) + f"-{digest}"
 
     def forecaster(self, *, progress: bool = False, callbacks: Sequence[Callback] = ()) -> Forecaster:
         """The unfitted :class:`~forecast.Forecaster` that trains this run (its options are the recipe's already)."""

@@ -25,12 +25,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from forecast.config import CONFIG_NAME, load_config
 from forecast.errors import ConfigError, DataError
-from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, read_results
+from forecast.results import COLUMNS, EMPTY_DATA, PROBABILISTIC_COLUMNS, read_results
 
 __all__ = [
     "BEGIN",
@@ -109,7 +110,7 @@ def configured_settings(configs_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """One row per config file under ``configs_dir/<dataset>/<model>_<features>_<pred_len>.yaml``.
 
     Columns: the results key without the seed (dataset, model, features, seq_len,
-    label_len, pred_len, recipe, options, training) and ``config`` (the file).
+    label_len, pred_len, recipe, options, training, data) and ``config`` (the file).
     """
     rows = []
     for path in sorted(Path(configs_dir).glob("*/*.yaml")):
@@ -117,13 +118,14 @@ def configured_settings(configs_dir: str | os.PathLike[str]) -> pd.DataFrame:
             continue
         rows.append({**_setting_of(str(path), path.stat().st_mtime), "config": str(path)})
     columns = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "recipe", "options", "training",
-               "config"]
+               "data", "config"]
     return pd.DataFrame(rows, columns=columns)
 
 
 # ------------------------------------------------------------------------ aggregation
 
-_SETTING = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training"]
+_SETTING = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training",
+            "data"]
 # Summary name -> results column: rho-risks on the original scale (the field reports them in
 # the data's units) and the 80% interval's coverage; NaN for point forecasts.
 _PROBABILISTIC = {"r50_orig": "rho_risk_0.5_orig", "r90_orig": "rho_risk_0.9_orig", "coverage80": "coverage_0.8"}
@@ -264,6 +266,12 @@ def summary_tables(results: pd.DataFrame, settings: pd.DataFrame, published: pd.
     return "\n".join(lines)
 
 
+def _options_cell(row: Any) -> str:
+    """The model options, and the data options when the run was given any (a panel's roles, a split)."""
+    cell = f"`{row.options}`"
+    return cell if row.data == EMPTY_DATA else f"{cell}, data `{row.data}`"
+
+
 def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
                   settings: pd.DataFrame | None = None) -> str:
     """One Markdown table per setting run (dataset, features, window): every model and option set.
@@ -290,7 +298,7 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
             paper = _cited(published, dataset, features, row.model, pred, seq, label, at_configured)
             cited = f"{_published_cell(paper)} ({paper.published_as})" if paper is not None else ""
             lines.append(
-                f"| {row.model} | {row.recipe} | `{row.options}` | `{row.training}` | {row.seeds} | {row.windows} "
+                f"| {row.model} | {row.recipe} | {_options_cell(row)} | `{row.training}` | {row.seeds} | {row.windows} "
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
                 f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
                 f"| {row.epochs:.1f} "

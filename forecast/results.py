@@ -33,9 +33,13 @@ COLUMNS = [
     "recipe", "training", "val_loss",
     # Probabilistic models only (blank for point forecasts): rho-risks and 80% interval coverage.
     "rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig", "coverage_0.8",
+    # The data options the run was given (sorted JSON; "{}": none, as every row written before the column).
+    "data",
 ]
-PROBABILISTIC_COLUMNS = COLUMNS[COLUMNS.index("rho_risk_0.5"):]
-KEY = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "recipe", "options", "training"]
+PROBABILISTIC_COLUMNS = COLUMNS[COLUMNS.index("rho_risk_0.5"):COLUMNS.index("data")]
+KEY = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "recipe", "options", "training",
+       "data"]
+EMPTY_DATA = "{}"
 
 # An append holds the lock for milliseconds; waiting this long means the lock is broken.
 LOCK_TIMEOUT_S = 600.0
@@ -44,12 +48,15 @@ LOCK_TIMEOUT_S = 600.0
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """All rows of a results CSV (an empty frame with the columns when it does not exist).
 
-    Blank probabilistic metrics (point-forecast rows) read as NaN.
+    Blank probabilistic metrics (point-forecast rows) read as NaN; a blank or missing ``data`` reads as
+    ``"{}"`` (no data options: every row written before the column existed).
     """
     path = Path(path)
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
-    frame = pd.read_csv(path, keep_default_na=False, dtype={"options": str, "command": str})
+    frame = pd.read_csv(path, keep_default_na=False, dtype={"options": str, "command": str, "data": str})
+    # Rows written before runs were keyed by their data options had none.
+    frame["data"] = frame["data"].replace("", EMPTY_DATA) if "data" in frame else EMPTY_DATA
     for column in PROBABILISTIC_COLUMNS:
         if column in frame:
             frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))

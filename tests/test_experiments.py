@@ -30,7 +30,8 @@ def load_script(name: str):
 
 def row(**overrides):
     base = {column: "" if column in PROBABILISTIC_COLUMNS else 0 for column in COLUMNS}
-    base.update(dataset="toy", model="naive", features="M", recipe="paper", options="{}", training="{}", command="x")
+    base.update(dataset="toy", model="naive", features="M", recipe="paper", options="{}", training="{}", command="x",
+                data="{}")
     base.update(overrides)
     return base
 
@@ -45,6 +46,18 @@ def test_append_row_keeps_earlier_rows_and_leaves_no_temp_files(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == [".toy.csv.lock", "toy.csv"]  # and its lock
     key = {k: v for k, v in row(seed=1).items()}
     assert has_row(path, key) and not has_row(path, row(seed=2))
+
+
+def test_rows_written_before_data_options_were_keyed_stay_done_and_apart_from_a_panels(tmp_path):
+    path = tmp_path / "toy.csv"
+    older = COLUMNS[: COLUMNS.index("data")]
+    path.write_text(",".join(older) + "\n" + ",".join(str(row(seed=0)[c]) for c in older) + "\n")
+    assert read_results(path)["data"].tolist() == ["{}"]
+    assert has_row(path, row(seed=0))  # no data options: the same run as before the column
+    panel = row(seed=0, data='{"future_covariates": ["promo"], "id_column": "store"}')
+    assert not has_row(path, panel)
+    append_row(path, panel)
+    assert has_row(path, panel) and read_results(path)["data"].tolist() == ["{}", panel["data"]]
 
 
 def test_append_row_carries_rows_of_the_older_format_over_to_every_column(tmp_path):
@@ -349,12 +362,16 @@ def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_onl
     main_readme.write_text(main_original)
     assert load_script("tables").main(["--readme", str(readme), "--main-readme", str(main_readme)]) == 0
     text = readme.read_text()
-    for before, after, begin, end in ((original, text, "<!-- results:begin -->", "<!-- results:end -->"),
-                                      (main_original, main_readme.read_text(), "<!-- headline:begin -->",
-                                       "<!-- headline:end -->")):
-        head, _, rest = before.partition(begin)
-        tail = rest.partition(end)[2]
-        assert after.startswith(head) and after.endswith(tail)
+
+    def outside(document: str, *blocks: str) -> str:
+        """The document with the content of each ``<!-- block:begin/end -->`` pair left out."""
+        for block in blocks:
+            head, _, rest = document.partition(f"<!-- {block}:begin -->")
+            document = head + rest.partition(f"<!-- {block}:end -->")[2]
+        return document
+
+    assert outside(text, "results", "panel") == outside(original, "results", "panel")
+    assert outside(main_readme.read_text(), "headline") == outside(main_original, "headline")
     # the committed tables are up to date with the committed results
     assert text == original and main_readme.read_text() == main_original
     for name in datasets.names():
