@@ -278,7 +278,7 @@ def _splits(args: argparse.Namespace, extra: list[str]) -> int:
         raise ConfigError(f"forecast splits: unexpected arguments {extra}.")
     datamodule = WindowDataModule(args.data, seq_len=args.seq_len, label_len=args.label_len,
                                   pred_len=args.pred_len, features=args.features, target=args.target,
-                                  date_column=args.date_column,
+                                  date_column=args.date_column, id_column=args.id_column,
                                   split=args.split[0] if args.split and len(args.split) == 1 else args.split)
     datamodule.setup()
     print(describe_splits(datamodule))
@@ -392,6 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "every column (M) or the last numeric one (S, MS)")
     splits.add_argument("--date_column", "--date-column", default=None,
                         help="default: the one column holding timestamps")
+    splits.add_argument("--id_column", "--id-column", default=None,
+                        help="read a long-format panel whose series this column names (then --target is required)")
     splits.add_argument("--split", nargs="+", default=None, type=_split_part,
                         help="a protocol name, 3 fractions, 3 row ends, or 2 dates where val and test start")
     splits.set_defaults(run=_splits)

@@ -252,6 +252,10 @@ def test_a_panel_config_fits_and_predicts_through_the_command_line(tmp_path, mon
     assert list(written.columns) == ["store", "date", "sales"] and len(written) == 3 * WINDOWS["pred_len"]
     assert main(["predict", "--config", "panel.yaml", "--run_dir", "run"]) != 0  # no calendar: refused, by name
     assert "future covariates" in capsys.readouterr().err
+    assert main(["splits", "stores.csv", "--id-column", "store", "--target", "sales", "--seq-len", "12",
+                 "--label-len", "6", "--pred-len", "4"]) == 0
+    summary = capsys.readouterr().out
+    assert "3 series" in summary and all(store in summary for store in ("s0", "s1", "s2"))
 
 
 def test_a_checkpointed_panel_state_resumes_only_on_the_same_panel():

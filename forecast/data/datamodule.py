@@ -29,7 +29,7 @@ from forecast.data.fitted import FittedState, FutureBatch
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
 from forecast.data.sampling import window_loader
-from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders
+from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders, window_count
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
 from forecast.errors import ChecksumError, ConfigError, DataError
 
@@ -511,13 +511,21 @@ def describe_splits(dm: WindowDataModule) -> str:
     """Rows, windows and date ranges of each split of a data module, as text."""
     cfg = dm.config
     if dm.is_panel:
-        panel = dm.panel
+        panel, shown = dm.panel, 20
+        table = pd.DataFrame([{
+            "series": series.id, "rows": series.n_rows, "first date": str(series.dates[0]),
+            "last date": str(series.dates[-1]),
+            **{f"{name} windows": window_count(end - start, cfg.seq_len, cfg.pred_len)
+               for name, (start, end) in dm.borders[series.id].items()},
+        } for series in panel.series[:shown]]).set_index("series").to_string()
+        more = [f"... and {len(panel.series) - shown} more series"] if len(panel.series) > shown else []
         return "\n".join([
             f"panel {dm.dataset_name} ({dm.source}): {len(panel.series)} series, {dm.n_rows} rows, freq {dm.freq}",
             f"target {panel.target!r}, past covariates {list(panel.past_covariates)!r}, future covariates "
             f"{list(panel.future_covariates)!r}, static covariates {list(panel.static_covariates)!r}",
             f"split {dm.split_protocol} per series; seq_len {cfg.seq_len}, label_len {cfg.label_len}, pred_len "
             f"{cfg.pred_len}; windows {dm.split_sizes}",
+            table, *more,
         ])
     dates = dm.dates
     rows = []
