@@ -265,3 +265,32 @@ def test_a_checkpointed_panel_state_resumes_only_on_the_same_panel():
     other = panel_module(frame.assign(sales=frame["sales"] * 2.0))
     with pytest.raises(DataError, match="fitted on other data"):
         other.load_state_dict(dm.state_dict())
+
+
+@pytest.mark.parametrize("encoding", ["fixed", "learned"])
+def test_integer_calendars_keep_their_tables_beside_the_panel_codes(encoding):
+    dm = panel_module(time_encoding=encoding)
+    spec = DataSpec.from_fitted(dm.fitted)
+    assert spec.time_feature_sizes is not None and spec.n_step_features == spec.n_time_features + 1 + 2
+    torch.manual_seed(0)
+    net = build_model("informer", spec, d_model=16, n_heads=2, d_ff=16).eval()
+    batch = next(iter(dm.test_dataloader()))
+    with torch.no_grad():
+        base = net(*model_inputs(spec, batch))
+        region = net(*model_inputs(spec, batch | {"static": 1 - batch["static"]}))
+    assert torch.isfinite(base).all() and not torch.allclose(base, region)
+
+
+def test_logsparse_forecast_steps_never_read_later_known_covariates():
+    dm = panel_module()
+    spec = DataSpec.from_fitted(dm.fitted)
+    torch.manual_seed(0)
+    net = build_model("logsparse", spec, d_model=16, n_heads=2, d_ff=16).eval()
+    batch = next(iter(dm.test_dataloader()))
+    later = batch["y_known"].clone()
+    later[:, -1] += 5.0  # the last forecast step's promotion changes
+    with torch.no_grad():
+        base = net(*model_inputs(spec, batch))
+        changed = net(*model_inputs(spec, batch | {"y_known": later}))
+    torch.testing.assert_close(changed[:, :-1], base[:, :-1])  # causal: earlier steps are untouched
+    assert not torch.allclose(changed[:, -1], base[:, -1])  # and the step itself reads it
