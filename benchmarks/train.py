@@ -109,6 +109,7 @@ class Variant:
     persistent_workers: bool = False
     loop_adam: bool = False  # Adam's per-tensor loop instead of the recipe's fused kernel
     torch_dropout: bool = False  # masks from F.dropout (bernoulli_) instead of forecast.layers.dropout's
+    torch_softmax: bool = False  # LogSparse's softmax over offsets by torch.softmax instead of offset_softmax
     batched_fetch: bool = False  # loader only: one gather per batch instead of per-window items
     pin_memory: bool = False
     model_options: tuple[tuple[str, Any], ...] = ()  # overrides: a different model, not an optimization
@@ -129,6 +130,8 @@ TRAIN_VARIANTS = {
         # and torch-dropout prices them as F.dropout draws them (bernoulli_, twice torch.rand's time).
         Variant("no-dropout", model_options=(("dropout", 0.0),)),
         Variant("torch-dropout", torch_dropout=True),
+        # LogSparse's softmax over its ~log2 L offsets as torch.softmax computes it (row by row on the CPU).
+        Variant("torch-softmax", torch_softmax=True),
         Variant("workers=1", num_workers=1, persistent_workers=True),
         Variant("workers=2", num_workers=2, persistent_workers=True),
     )
@@ -138,7 +141,7 @@ DEFAULT_TRAIN_VARIANTS = {
                  "no-dropout", "torch-dropout"),
     # A LogSparse step takes seconds at this size: loading (measured by the loader rows) is
     # negligible beside it, so only the numerics variants are timed.
-    "logsparse": ("fp32", "bf16", "compile", "bf16+compile"),
+    "logsparse": ("fp32", "bf16", "compile", "bf16+compile", "torch-softmax"),
 }
 LOADER_VARIANTS = {
     variant.name: variant
@@ -321,7 +324,8 @@ class Trainer:
         """Next batch, forward, loss, backward, Adam step, zero_grad; returns the loss."""
         device = self.setting.device
         batch = {key: value.to(device, non_blocking=True) for key, value in self.batches.next_batch().items()}
-        with _torch_dropout() if self.variant.torch_dropout else nullcontext():
+        with (_torch_dropout() if self.variant.torch_dropout else nullcontext(),
+              _torch_softmax() if self.variant.torch_softmax else nullcontext()):
             loss = self.loss(batch)
         loss.backward()
         self.optimizer.step()
@@ -330,7 +334,20 @@ class Trainer:
 
 
 @contextmanager
-def _torch_dropout() -> Iterator[None]:
+def _swapped(name: str, original: Callable[..., Any], replacement: Callable[..., Any]) -> Iterator[None]:
+    """Every module that holds ``original`` under ``name`` (its own module, and the kernels that
+    imported it by name) holds ``replacement`` meanwhile."""
+    users = [module for module in list(sys.modules.values()) if getattr(module, name, None) is original]
+    for module in users:
+        setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        for module in users:
+            setattr(module, name, original)
+
+
+def _torch_dropout() -> AbstractContextManager[None]:
     """Every forecast dropout drawn by ``F.dropout`` meanwhile: the masks as they were before
     :mod:`forecast.layers.dropout`, to price them against it in one process."""
     import forecast.layers.dropout as cheap
@@ -338,16 +355,18 @@ def _torch_dropout() -> Iterator[None]:
     def torch_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return torch.nn.functional.dropout(x, p, training)
 
-    # Dropout.forward reads the name from its module; the attention kernels imported it by name.
-    original = cheap.apply_dropout
-    users = [module for module in list(sys.modules.values()) if getattr(module, "apply_dropout", None) is original]
-    for module in users:
-        module.apply_dropout = torch_dropout
-    try:
-        yield
-    finally:
-        for module in users:
-            module.apply_dropout = original
+    return _swapped("apply_dropout", cheap.apply_dropout, torch_dropout)
+
+
+def _torch_softmax() -> AbstractContextManager[None]:
+    """LogSparse's softmax over offsets by ``torch.softmax`` meanwhile, as it was before
+    :func:`forecast.layers.attention.autograd.offset_softmax`, to price it against it in one process."""
+    from forecast.layers.attention import autograd
+
+    def torch_softmax(scores: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
+
+    return _swapped("offset_softmax", autograd.offset_softmax, torch_softmax)
 
 
 def _timed(step: Callable[[], Any], device: str) -> tuple[float, Any]:

@@ -682,3 +682,24 @@ def test_the_recipe_calibrates_on_validation_windows_only_when_asked(tmp_path):
         rows[calibrate] = run_experiment(experiment, tmp_path / "results.csv", tmp_path / "runs", "test")
     assert rows[True]["mse"] == pytest.approx(rows[False]["mse"])  # the same point forecast
     assert abs(rows[True]["coverage_0.8"] - 0.8) < abs(rows[False]["coverage_0.8"] - 0.8)
+
+
+def test_the_offset_softmax_equals_torch_softmax_and_its_gradient():
+    from forecast.layers.attention.autograd import offset_softmax
+
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(3, 7, 2, 5, generator=generator, dtype=torch.float64)
+    scores[:, :3, :, 2:] = float("-inf")  # offsets before the sequence start: invalid
+    scores.requires_grad_(True)
+    reference = scores.detach().clone().requires_grad_(True)
+    weights = offset_softmax(scores)
+    expected = torch.softmax(reference, dim=-1)
+    torch.testing.assert_close(weights, expected, rtol=1e-12, atol=1e-15)
+    assert (weights[:, :3, :, 2:] == 0).all()
+    upstream = torch.randn(weights.shape, generator=generator, dtype=torch.float64)
+    (weights * upstream).sum().backward()
+    (expected * upstream).sum().backward()
+    torch.testing.assert_close(scores.grad, reference.grad, rtol=1e-10, atol=1e-12)
+    finite = torch.randn(2, 3, 4, generator=generator, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(offset_softmax, (finite,))
+    assert offset_softmax(torch.zeros(2, 3, dtype=torch.bfloat16)).dtype == torch.float32  # at least float32

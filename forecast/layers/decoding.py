@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from forecast.layers.attention import MultiHeadAttention
+from forecast.layers.attention.autograd import offset_softmax
 from forecast.layers.blocks import PreNormCausalBlock
 from forecast.layers.dropout import apply_dropout
 
@@ -73,7 +74,7 @@ def _attend_newest(
     for slot, key in enumerate(keys):
         scores[..., slot] = torch.linalg.vecdot(query, key)
     scores.mul_(query.shape[-1] ** -0.5)
-    weights = torch.softmax(scores.to(accumulate), dim=-1).to(values[0].dtype)  # [B, H, n]
+    weights = offset_softmax(scores).to(values[0].dtype)  # [B, H, n]
     weights = apply_dropout(weights, dropout, training)
     out = torch.zeros_like(query, dtype=accumulate)  # [B, H, E]
     for slot, value in enumerate(values):

@@ -1,5 +1,6 @@
-"""Autograd helpers of the sparse attentions: running sums (ProbSparse's lazy queries) and
-scores and weighted sums over shifted keys (LogSparse), each with a hand-written backward."""
+"""Autograd helpers of the sparse attentions: running sums (ProbSparse's lazy queries),
+scores and weighted sums over shifted keys and the softmax over their few offsets (LogSparse),
+each with a hand-written backward."""
 
 from __future__ import annotations
 
@@ -162,3 +163,38 @@ class _ShiftedWeightedSum(torch.autograd.Function):
                     weights[:, offset:, :, slot].unsqueeze(-1), grad_out[:, offset:]
                 )
         return grad_weights, None if grad_values is None else grad_values.to(values.dtype), None
+
+
+class _ShortSoftmax(torch.autograd.Function):
+    """Softmax over a short last dimension, as max, exp, sum and divide: ``y = exp(s - max s) / sum``.
+
+    Backward: ``grad_s = y * (grad_y - sum(grad_y * y))``.
+    """
+
+    @staticmethod
+    def forward(ctx, scores: Tensor) -> Tensor:
+        weights = scores - scores.amax(dim=-1, keepdim=True)
+        weights.exp_()
+        weights /= weights.sum(dim=-1, keepdim=True)
+        ctx.save_for_backward(weights)
+        return weights
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        (weights,) = ctx.saved_tensors
+        return weights * (grad - (grad * weights).sum(dim=-1, keepdim=True))
+
+
+def offset_softmax(scores: Tensor) -> Tensor:
+    """Softmax over the last dimension of LogSparse's scores (one entry per offset, about log2 L of them)
+    in float32 or wider, returned in that dtype.
+
+    On the CPU, PyTorch's softmax kernel handles a last dimension this short row by row:
+    [224, 191, 4, 9] float32 scores take 61 ms against 9 ms as max, exp, sum and divide, and its
+    backward 24 ms (benchmarks/README.md, "LogSparse's softmax over offsets"). Other devices
+    keep ``torch.softmax``.
+    """
+    scores = scores.to(_accumulation_dtype(scores.dtype))
+    if scores.device.type != "cpu":
+        return torch.softmax(scores, dim=-1)
+    return _ShortSoftmax.apply(scores)

@@ -11,8 +11,8 @@ from torch import Tensor, nn
 
 from forecast.checks import require_real
 from forecast.errors import ConfigError
-from forecast.layers.attention.autograd import _ShiftedScores, _ShiftedWeightedSum
-from forecast.layers.attention.reference import _accumulation_dtype, _check_attention_inputs, dense_masked_attention
+from forecast.layers.attention.autograd import _ShiftedScores, _ShiftedWeightedSum, offset_softmax
+from forecast.layers.attention.reference import _check_attention_inputs, dense_masked_attention
 from forecast.layers.dropout import apply_dropout
 from forecast.layers.masks import (
     logsparse_mask,
@@ -110,7 +110,7 @@ class LogSparseAttention(nn.Module):
         offsets = logsparse_offsets(length, self.local_window, self.sub_len)
         scale = queries.shape[-1] ** -0.5
         scores = _ShiftedScores.apply(queries, keys, offsets, scale)  # [B, L, H, n]
-        weights = torch.softmax(scores.to(_accumulation_dtype(scores.dtype)), dim=-1).to(values.dtype)  # [B, L, H, n]
+        weights = offset_softmax(scores).to(values.dtype)  # [B, L, H, n]
         dropped = apply_dropout(weights, self.dropout, self.training)
         out = _ShiftedWeightedSum.apply(dropped, values, offsets)  # [B, L, H, E]
         if not need_weights:
