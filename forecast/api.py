@@ -191,7 +191,8 @@ class Forecaster:
     ``pred_len`` steps after the last row; ``plot`` draws it; ``attention_weights``
     returns the encoder's attention for the attention plots; ``save``/``load`` keep
     the whole forecaster in a directory. A loaded forecaster predicts on any frame with
-    the fitted variables and evaluates on data given to ``evaluate``.
+    the fitted variables and evaluates on data given to ``evaluate``. ``fit(df, id_column=...)``
+    trains one model over a long-format panel of many series, with future and static covariates.
     """
 
     def __init__(
