@@ -178,7 +178,8 @@ class ForecastModel(nn.Module):
     Required: :meth:`forward` ``(x [B, L, C_in], x_mark [B, L, F], y_mark [B, label_len + P, F])
     -> [B, P, C_out]`` on the standardized scale, and the :class:`DataSpec` it was built for
     in ``self.spec``. For a panel the marks also carry the known covariates and codes
-    (:func:`model_inputs`); a model that cannot use them refuses such a spec when it is built.
+    (:func:`model_inputs`, ``spec.n_step_features`` columns); a model that reads only the
+    calendar takes ``x_mark[..., :spec.n_time_features]``, and the naive baselines ignore them.
 
     Optional capabilities each have a default that declares them absent, so callers ask the
     model, never ``hasattr``:
