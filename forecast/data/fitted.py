@@ -21,7 +21,7 @@ import torch
 from sklearn.preprocessing import StandardScaler
 
 from forecast.data.io import Table, TimeSeries, parse_offset, prepare_series
-from forecast.data.panel import Panel, future_covariate_rows, prepare_panel
+from forecast.data.panel import Panel, forecast_index, future_covariate_rows, prepare_panel
 from forecast.data.panel_state import PanelFit
 from forecast.data.scaling import fit_scaler, persistence, standardize
 from forecast.data.timefeatures import n_time_features, seasonal_period, time_feature_sizes, time_features
@@ -353,13 +353,15 @@ def _panel_future_batch(state: FittedState, panel: Panel, future: Table | None) 
         raise SeriesTooShortError(f"{panel.source}: {len(short)} series have fewer than seq_len={seq_len} rows, "
                                   f"which forecasting the future needs: {short[:10]!r}. Fix: pass longer "
                                   "series, or leave those out.")
-    future_known = future_covariate_rows(panel, future, pred_len)
-    items, index = [], []
-    for series, rows in zip(panel.series, state.scale_panel(panel)):
-        steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
+    index = forecast_index(panel, pred_len)  # [N * P] (id, date)
+    future_known = future_covariate_rows(panel, future, index)  # [N, P, K]
+    future_dates = index.get_level_values(1)  # [N * P]
+    items = []
+    for position, (series, rows) in enumerate(zip(panel.series, state.scale_panel(panel))):
+        steps = future_dates[position * pred_len:(position + 1) * pred_len]  # [P]
         x_dates = series.dates[-seq_len:]  # [L]
         y_dates = series.dates[series.n_rows - label_len:].append(steps)  # [label_len+P]
-        known = np.concatenate([rows.known, state.panel.scale_known(future_known[series.id])])  # [T + P, K]
+        known = np.concatenate([rows.known, state.panel.scale_known(future_known[position])])  # [T + P, K]
         y = np.full((label_len + pred_len, rows.inputs.shape[1]), np.nan, dtype=np.float32)
         y[:label_len] = rows.inputs[len(rows.inputs) - label_len:]
         items.append({
@@ -372,7 +374,5 @@ def _panel_future_batch(state: FittedState, panel: Panel, future: Table | None) 
             "series": np.int64(rows.position),
             "static": rows.static,  # [S]
         })
-        index.append(pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps],
-                                               names=[panel.id_column, panel.date_column]))
     batch = {key: torch.as_tensor(np.stack([item[key] for item in items])) for key in items[0]}  # [N, ...]
-    return FutureBatch(batch, index[0].append(index[1:]) if len(index) > 1 else index[0])
+    return FutureBatch(batch, index)

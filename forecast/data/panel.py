@@ -230,8 +230,18 @@ def panel_windows(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
     return np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
 
 
-def future_covariate_rows(panel: Panel, future: Table | None, pred_len: int) -> dict[Hashable, np.ndarray]:
-    """Per series, float64 ``[P, K_future]``: the known covariates of the ``pred_len`` steps after its end.
+def forecast_index(panel: Panel, pred_len: int) -> pd.MultiIndex:
+    """``[N * P]`` (id, date): the ``pred_len`` steps after each series' own end, series by series, named
+    like the panel's id and date columns."""
+    ids = np.repeat(np.array(panel.ids, dtype=object), pred_len)  # [N * P]
+    steps = [pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P] each
+             for series in panel.series]
+    return pd.MultiIndex.from_arrays([ids, steps[0].append(steps[1:])], names=[panel.id_column, panel.date_column])
+
+
+def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiIndex) -> np.ndarray:
+    """float64 ``[N, P, K_future]``: the known covariates of each series' forecast ``steps``
+    (:func:`forecast_index`), in panel order.
 
     ``future`` is a long table with the panel's id and date columns and its future covariates,
     holding (at least) those steps for every series; None is fine when there are no future
@@ -239,8 +249,10 @@ def future_covariate_rows(panel: Panel, future: Table | None, pred_len: int) -> 
     or a value that is not a finite number: a forecast is never made from guessed covariates.
     """
     columns = list(panel.future_covariates)
+    n_series = len(panel.series)
+    pred_len = len(steps) // n_series
     if not columns:
-        return {series.id: np.zeros((pred_len, 0)) for series in panel.series}
+        return np.zeros((n_series, pred_len, 0))
     if future is None:
         raise DataError(f"{panel.source}: the model was fitted with future covariates {columns!r}; forecasting "
                         f"needs their values for the {pred_len} steps after each series' end. Fix: pass "
@@ -259,19 +271,18 @@ def future_covariate_rows(panel: Panel, future: Table | None, pred_len: int) -> 
         series_id, date = lookup.index[lookup.index.duplicated()][0]
         raise DataError(f"{where.label}: series {series_id!r} has two rows at {date}. Fix: one row per series "
                         "and step.")
-    rows = {}
-    for series in panel.series:
-        steps = pd.date_range(series.dates[-1] + panel.freq, periods=pred_len, freq=panel.freq)  # [P]
-        wanted = pd.MultiIndex.from_arrays([np.repeat(np.array([series.id], dtype=object), pred_len), steps])
-        found = lookup.reindex(wanted)
-        if found.isna().all():
-            raise DataError(f"{where.label}: series {series.id!r} has no rows; forecasting it needs its future "
-                            f"covariates at the {pred_len} steps after its end, {steps[0]} to {steps[-1]}. Fix: "
-                            f"add its rows (id column {panel.id_column!r}), or leave the series out of the data.")
-        if found.isna().any():
-            missing = steps[found.isna().to_numpy()]
-            raise DataError(f"{where.label}: series {series.id!r} lacks its future covariates at {len(missing)} of "
-                            f"the {pred_len} steps after its end, from {missing[0]} (e.g. {[str(d) for d in missing[:3]]})."
-                            f" Fix: give every series a row for each of its next {pred_len} steps.")
-        rows[series.id] = values[found.to_numpy(np.int64)]
-    return rows
+    found = lookup.reindex(steps).to_numpy().reshape(n_series, pred_len)  # [N, P] row of each step, NaN if absent
+    absent = np.isnan(found)
+    for position in np.flatnonzero(absent.any(axis=1)):
+        series_id = panel.series[position].id
+        series_steps = steps.get_level_values(1)[position * pred_len:(position + 1) * pred_len]  # [P]
+        if absent[position].all():
+            raise DataError(f"{where.label}: series {series_id!r} has no rows; forecasting it needs its future "
+                            f"covariates at the {pred_len} steps after its end, {series_steps[0]} to "
+                            f"{series_steps[-1]}. Fix: add its rows (id column {panel.id_column!r}), or leave the "
+                            "series out of the data.")
+        missing = series_steps[absent[position]]
+        raise DataError(f"{where.label}: series {series_id!r} lacks its future covariates at {len(missing)} of "
+                        f"the {pred_len} steps after its end, from {missing[0]} (e.g. {[str(d) for d in missing[:3]]})."
+                        f" Fix: give every series a row for each of its next {pred_len} steps.")
+    return values[found.astype(np.int64)]  # [N, P, K]
