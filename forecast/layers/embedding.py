@@ -107,6 +107,14 @@ class NoTimeEmbedding(nn.Module):
         return x_mark.new_zeros(*x_mark.shape[:-1], self.d_model)  # [B, L, 0] -> [B, L, D]
 
 
+def split_step_features(marks: torch.Tensor, n_time_features: int,
+                        n_known: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``marks [..., F + K + S]`` as ``(calendar [..., F], known [..., K], codes [..., S] int64)``: the layout
+    :func:`forecast.models.base.model_inputs` writes (codes carried as float32)."""
+    first_code = n_time_features + n_known
+    return marks[..., :n_time_features], marks[..., n_time_features:first_code], marks[..., first_code:].long()
+
+
 class StepEmbedding(nn.Module):
     """Everything known at a step, embedded: ``marks [B, T, F + K + S] -> [B, T, D]``.
 
@@ -124,11 +132,10 @@ class StepEmbedding(nn.Module):
         self.codes = nn.ModuleList(nn.Embedding(size, d_model) for size in code_sizes)
 
     def forward(self, marks: torch.Tensor) -> torch.Tensor:
-        first_code = self.n_time_features + self.n_known
-        embedded = self.calendar(marks[..., :self.n_time_features])  # [B, T, D]
+        calendar, known, codes = split_step_features(marks, self.n_time_features, self.n_known)  # [B, T, F|K|S]
+        embedded = self.calendar(calendar)  # [B, T, D]
         if self.known is not None:
-            embedded = embedded + self.known(marks[..., self.n_time_features:first_code])  # [B, T, K] -> [B, T, D]
-        codes = marks[..., first_code:].long()  # [B, T, S]
+            embedded = embedded + self.known(known)  # [B, T, K] -> [B, T, D]
         for i, table in enumerate(self.codes):
             embedded = embedded + table(codes[..., i])
         return embedded

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
+from forecast.layers.embedding import split_step_features
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, validate_revin_options
 from forecast.models.base import DataSpec, ForecastModel
 
@@ -103,10 +104,9 @@ class DLinear(ForecastModel):
         seasonal = x - trend
         out = self.seasonal(seasonal.transpose(1, 2)) + self.trend(trend.transpose(1, 2))  # [B, C_out, P]
         out = out.transpose(1, 2)  # [B, C_out, P] -> [B, P, C_out]
-        first_code = self.spec.n_time_features + self.spec.n_known
+        _, known, codes = split_step_features(y_mark, self.spec.n_time_features, self.spec.n_known)  # [B, T, K|S]
         if self.known is not None:
-            out = out + self.known(y_mark[:, -self.spec.pred_len:, self.spec.n_time_features:first_code])  # [B, P, C_out]
-        codes = y_mark[:, 0, first_code:].long()  # [B, S]
+            out = out + self.known(known[:, -self.spec.pred_len:])  # [B, P, K] -> [B, P, C_out]
         for i, table in enumerate(self.codes):
-            out = out + table(codes[:, i]).unsqueeze(1)  # [B, 1, C_out] over all P
+            out = out + table(codes[:, 0, i]).unsqueeze(1)  # [B, 1, C_out] over all P
         return out if stats is None else self.revin.denormalize(out, stats)
