@@ -177,11 +177,11 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
 
     config, flags = _config("predict", tokens)
     run_dir = _run_dir(config, must_exist=True)
-    future = Forecaster.load(run_dir).predict(flags["input"] or config.dataset,
-                                              future_covariates=flags["future_covariates"])
+    forecaster = Forecaster.load(run_dir)
+    future = forecaster.predict(flags["input"] or config.dataset, future_covariates=flags["future_covariates"])
     destination = Path(flags["output"]) if flags["output"] else run_dir / "forecast.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(future.index, pd.RangeIndex):  # a panel's long frame: its id and date are columns
+    if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         future.to_csv(destination, index=False)
         print(f"forecast of {len(future)} steps after each series' last row written to {destination}")
     else:

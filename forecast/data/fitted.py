@@ -265,10 +265,12 @@ class FittedState:
         never saw."""
         if self.panel is None:
             raise ConfigError(f"{panel.source}: the model was fitted on a wide table; pass one (no id column)")
-        return [PanelRows(position, self.panel.scale_inputs(position, series.inputs),
-                          self.panel.scale_known(series.future), self.panel.static_codes(series, panel.source))
-                for series in panel.series
-                for position in (self.panel.position(series.id, panel.source),)]
+        rows = []
+        for series in panel.series:
+            position = self.panel.position(series.id, panel.source)
+            rows.append(PanelRows(position, self.panel.scale_inputs(position, series.inputs),
+                                  self.panel.scale_known(series.future), self.panel.static_codes(series, panel.source)))
+        return rows
 
     def future_batch(self, data: Table | TimeSeries | Panel, future: Table | None = None) -> FutureBatch:
         """The model input for the ``pred_len`` steps after the last row of ``data``, scaled with the
