@@ -13,9 +13,9 @@ skipped, so repeating a command, a script or a sweep continues where it stopped.
 The key of a row (:data:`forecast.results.KEY`) is the dataset, model, features, window,
 seed, the recipe's name (:mod:`forecast.recipes`), the model options (the recipe's and
 those given), the training settings that differ from the TrainingConfig defaults and the
-data options given (a panel's id column and covariates, a split), all three as sorted JSON. The run folder is named after the same key, so
-``forecast sweep`` and ``forecast fit`` share checkpoints for the same run, and a smoke run
-(``max_epochs=1``) never stands for the real one.
+data options given (a panel's id column and covariates, a split), all three as sorted JSON.
+The run folder is named after the same key, so ``forecast sweep`` and ``forecast fit`` share
+checkpoints for the same run, and a smoke run (``max_epochs=1``) never stands for the real one.
 """
 
 from __future__ import annotations
