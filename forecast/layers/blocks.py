@@ -134,3 +134,23 @@ class PreNormCausalBlock(EncoderLayer):
         x = x + self.dropout(attended)
         x = x + self.dropout(self.feed_forward(self.norm2(x)))
         return x, weights
+
+
+class LinearSkip(nn.Module):
+    """A linear map from a sequence's L input steps to its P forecast steps, added to a network's forecast.
+
+    LSTNet's "highway" (Lai et al., SIGIR 2018) and TiDE's global residual (Das et al., TMLR 2023): the
+    linear map carries what a linear forecaster gets right (DLinear's level on ETTh1), and the network
+    learns what is left. Its weight and bias start at zero, so an untrained skip adds nothing and the
+    model starts as it would without one. ``forward(x [B', L, V]) -> [B', P, V]``, one map shared by the
+    V variables.
+    """
+
+    def __init__(self, seq_len: int, pred_len: int):
+        super().__init__()
+        self.linear = nn.Linear(seq_len, pred_len)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x.transpose(1, 2)).transpose(1, 2)  # [B', V, L] -> [B', V, P] -> [B', P, V]

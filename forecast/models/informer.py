@@ -33,6 +33,7 @@ from forecast.layers.blocks import (
     DistillingLayer,
     Encoder,
     EncoderLayer,
+    LinearSkip,
 )
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import DataEmbedding, PaddingMode
@@ -54,6 +55,8 @@ class InformerConfig:
     ``independent`` (one sequence per output variable, shared weights). ``revin`` and
     ``revin_affine``: reversible instance normalization, with its learned affine; ``revin_center``:
     subtract each window's ``mean`` (RevIN), its ``last`` value or a ``learned`` per-variable mix.
+    ``linear_skip``: add a linear map of each forecast variable's input window to its forecast
+    (:class:`~forecast.layers.blocks.LinearSkip`), in RevIN's normalized space when ``revin`` is on.
     """
 
     d_model: int = 512
@@ -74,6 +77,7 @@ class InformerConfig:
     revin: bool = False
     revin_affine: bool = False
     revin_center: Center = "mean"
+    linear_skip: bool = False
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "e_layers", "d_layers", "d_ff", "factor"):
@@ -86,6 +90,7 @@ class InformerConfig:
             if not isinstance(name, str) or name not in ATTENTIONS:
                 raise ConfigError(f"unknown attention {option}={name!r}; choose one of {sorted(ATTENTIONS)}")
         require_bool("distil", self.distil)
+        require_bool("linear_skip", self.linear_skip)
         require_choice("channels", self.channels, ("joint", "independent"))
         validate_revin_options(self.revin, self.revin_affine, self.revin_center)
         require_choice("activation", self.activation, ("gelu", "relu"))
@@ -137,6 +142,7 @@ class Informer(ForecastModel):
         )
         self.decoder_norm = nn.LayerNorm(config.d_model)
         self.projection = nn.Linear(config.d_model, n_outputs)
+        self.skip = LinearSkip(spec.seq_len, spec.pred_len) if config.linear_skip else None
 
     def _attention(self, name: str, causal: bool) -> MultiHeadAttention:
         # attention_options configure the encoder's family; cross-attention stays plain full
@@ -212,5 +218,7 @@ class Informer(ForecastModel):
         h = self.decoder_embedding(decoder_input, y_mark)  # [B', label_len + P, D]
         for layer in self.decoder_layers:
             h = layer(h, memory)
-        out = self.projection(self.decoder_norm(h))  # [B', label_len + P, n_out]
-        return self._outputs(out[:, -spec.pred_len:], batch, stats)  # [B, P, C_out]
+        out = self.projection(self.decoder_norm(h))[:, -spec.pred_len:]  # [B', P, n_out]
+        if self.skip is not None:
+            out = out + self.skip(x[..., x.shape[2] - out.shape[2]:])  # the forecast variables' inputs [B', L, n_out]
+        return self._outputs(out, batch, stats)  # [B, P, C_out]
