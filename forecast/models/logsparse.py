@@ -65,7 +65,7 @@ from torch import Tensor, nn
 from forecast.checks import require_bool, require_choice, require_int, require_levels, require_real
 from forecast.errors import ConfigError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
-from forecast.layers.blocks import Activation, PreNormCausalBlock
+from forecast.layers.blocks import Activation, LinearSkip, PreNormCausalBlock
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.decoding import KeyValueCache
 from forecast.layers.dropout import Dropout
@@ -93,7 +93,9 @@ class LogSparseConfig:
     Gaussian head's scale on the standardized scale. ``revin`` and ``revin_affine``:
     reversible instance normalization (:mod:`forecast.layers.normalization`), inverted on
     the mean, the Gaussian scale and sample paths; ``revin_center``: subtract each window's
-    ``mean``, its ``last`` value or a ``learned`` per-variable mix.
+    ``mean``, its ``last`` value or a ``learned`` per-variable mix. ``linear_skip``: add a linear map
+    of each series' input window to its one-shot forecast (:class:`~forecast.layers.blocks.LinearSkip`;
+    the Gaussian head's mean), in RevIN's normalized space when ``revin`` is on.
     """
 
     d_model: int = 64
@@ -115,6 +117,7 @@ class LogSparseConfig:
     revin: bool = False
     revin_affine: bool = False
     revin_center: Center = "mean"
+    linear_skip: bool = False
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "n_layers", "d_ff", "qk_kernel_size"):
@@ -133,8 +136,11 @@ class LogSparseConfig:
                 "local_window, sub_len and dense_reference shape the log-sparse pattern; "
                 "leave them at their defaults with attention='full'"
             )
-        for name in ("series_embedding", "dense_reference"):
+        for name in ("series_embedding", "dense_reference", "linear_skip"):
             require_bool(name, getattr(self, name))
+        if self.linear_skip and self.decoding != "one_shot":
+            raise ConfigError("linear_skip adds a map of the window to the whole horizon at once, which "
+                              "autoregressive decoding never forecasts. Fix: decoding='one_shot', or linear_skip=False")
         validate_revin_options(self.revin, self.revin_affine, self.revin_center)
         require_real("min_scale", self.min_scale, low=0, low_open=True)
 
@@ -188,6 +194,7 @@ class LogSparseTransformer(ForecastModel):
         )
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, self.n_outputs * (2 if config.head == "gaussian" else 1))
+        self.skip = LinearSkip(spec.seq_len, spec.pred_len) if config.linear_skip else None
         # Multiplies every Gaussian scale; 1 until calibrate_scale fits it on validation windows.
         self.register_buffer("scale_factor", torch.ones(()))
         # False runs the autoregressive rollout without its key/value cache, recomputing the
@@ -349,6 +356,10 @@ class LogSparseTransformer(ForecastModel):
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark, future)
         stats, *tokens = self._tokens(x, x_mark, y_mark, future)
         mean, scale = self._predict(*tokens)
+        if self.skip is not None:
+            window = self._layout(x if stats is None else self.revin.normalize(x, stats))  # [B', L, V]
+            horizon = self.skip(window[..., window.shape[2] - self.n_outputs:])  # [B', P, n_out]
+            mean = torch.cat([mean[:, : x.shape[1]], mean[:, x.shape[1]:] + horizon], dim=1)  # [B', T, n_out]
         batch = x.shape[0]
         if scale is not None:
             scale = self._unlayout(scale, batch)
