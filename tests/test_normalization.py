@@ -250,10 +250,12 @@ def test_logsparse_revin_trains_autoregressive_mode_on_the_horizon_only():
 
 @pytest.mark.parametrize("name, extra", [("informer", {}), ("informer", {"revin": True}),
                                          ("informer", {"distil": False}), ("transformer", {}),
-                                         ("transformer", {"revin": True})], ids=str)
+                                         ("transformer", {"revin": True}),
+                                         ("informer", {"revin": True, "linear_skip": True})], ids=str)
 def test_independent_channels_equal_running_each_variable_alone(name, extra):
     s = spec("M")
     net = model(name, s, channels="independent", **extra)
+    net = with_random_skip(net) if extra.get("linear_skip") else net
     alone = build_model(name, spec("S"), **{**TINY[name], "channels": "independent", **extra}).eval()
     alone.load_state_dict(net.state_dict())  # the same shared weights
     x, x_mark, y_mark = batch(s)
@@ -287,6 +289,69 @@ def test_independent_channels_are_batch_invariant():
 def test_channels_option_is_checked():
     with pytest.raises(ConfigError, match="channels"):
         build_model("informer", spec(), channels="mixed")
+
+
+# ------------------------------------------------------------------------------------ linear skip
+
+SKIP_VARIANTS = [("informer", {}), ("informer", {"channels": "independent"}), ("transformer", {}),
+                 ("logsparse", {}), ("logsparse", {"channels": "joint"}), ("logsparse", {"head": "gaussian"})]
+
+
+def with_random_skip(net: torch.nn.Module, seed: int = 1) -> torch.nn.Module:
+    """The skip starts at zero; tests that it is threaded through need one that is not."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        net.skip.linear.weight.copy_(torch.randn(net.skip.linear.weight.shape, generator=g) * 0.2)
+        net.skip.linear.bias.copy_(torch.randn(net.skip.linear.bias.shape, generator=g))
+    return net
+
+
+@pytest.mark.parametrize("name, options", SKIP_VARIANTS, ids=str)
+def test_an_untrained_linear_skip_leaves_the_forecast_unchanged(name, options):
+    s = spec("M")
+    x, x_mark, y_mark = batch(s)
+    with torch.no_grad():
+        plain = model(name, s, revin=True, **options)(x, x_mark, y_mark)
+        skipped = model(name, s, revin=True, linear_skip=True, **options)(x, x_mark, y_mark)
+    torch.testing.assert_close(skipped, plain, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name, options", SKIP_VARIANTS, ids=str)
+@pytest.mark.parametrize("revin", [False, True])
+def test_the_linear_skip_adds_its_map_of_the_normalized_window(name, options, revin):
+    """Forecast with skip - forecast without == the skip's map of each variable's (normalized) window, mapped back."""
+    s = spec("M")
+    net = with_random_skip(model(name, s, revin=revin, linear_skip=True, revin_center="last", **options))
+    plain = model(name, s, revin=revin, revin_center="last", **options)
+    plain.load_state_dict({k: v for k, v in net.state_dict().items() if not k.startswith("skip.")})
+    x, x_mark, y_mark = batch(s)
+    weight, bias = net.skip.linear.weight, net.skip.linear.bias  # [P, L], [P]
+    with torch.no_grad():
+        difference = net(x, x_mark, y_mark) - plain(x, x_mark, y_mark)
+        last, std = x[:, -1:], torch.sqrt(x.var(dim=1, keepdim=True, unbiased=False) + 1e-5)  # [B, 1, C]
+        window = (x - last) / std if revin else x
+        expected = torch.einsum("pl,blc->bpc", weight, window) + bias[:, None]  # [B, P, C]
+        expected = expected * std if revin else expected
+    torch.testing.assert_close(difference, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name, options", SKIP_VARIANTS, ids=str)
+def test_forecasts_with_a_linear_skip_follow_a_shifted_and_scaled_window(name, options):
+    s = spec("MS")
+    net = with_random_skip(model(name, s, revin=True, revin_center="persistence", linear_skip=True, **options))
+    x, x_mark, y_mark = batch(s)
+    shift, factor = torch.tensor([5.0, -300.0, 40.0]), torch.tensor([0.5, 20.0, 3.0])
+    with torch.no_grad():
+        expected = net(x, x_mark, y_mark) * factor[-1:] + shift[-1:]
+        moved = net(x * factor + shift, x_mark, y_mark)
+    torch.testing.assert_close(moved, expected, rtol=1e-4, atol=1e-3 * float(factor.max()))
+
+
+def test_the_linear_skip_needs_one_shot_decoding():
+    with pytest.raises(ConfigError, match="linear_skip.*one_shot"):
+        build_model("logsparse", spec(), linear_skip=True, decoding="autoregressive")
+    with pytest.raises(ConfigError, match="linear_skip"):
+        build_model("informer", spec(), linear_skip="yes")
 
 
 # ------------------------------------------------------------------------------------------- DLinear
