@@ -294,3 +294,12 @@ def test_logsparse_forecast_steps_never_read_later_known_covariates():
         changed = net(*model_inputs(spec, batch | {"y_known": later}))
     torch.testing.assert_close(changed[:, :-1], base[:, :-1])  # causal: earlier steps are untouched
     assert not torch.allclose(changed[:, -1], base[:, -1])  # and the step itself reads it
+
+
+@pytest.mark.parametrize("column", ["sales", "promo"])
+def test_a_panel_value_too_large_for_float32_after_scaling_names_its_series_and_cell(column):
+    frame = store_panel()
+    last_row_of_s1 = frame.index[frame["store"] == "s1"][-1]  # a test row: the training rows stay ordinary
+    frame.loc[last_row_of_s1, column] = 1e45
+    with pytest.raises(DataError, match=rf"series 's1'.*column '{column}', row 119 .* float32"):
+        panel_module(frame)

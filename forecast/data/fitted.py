@@ -265,11 +265,13 @@ class FittedState:
         never saw."""
         if self.panel is None:
             raise ConfigError(f"{panel.source}: the model was fitted on a wide table; pass one (no id column)")
-        rows = []
+        rows, columns = [], (*panel.past_covariates, panel.target)  # the order of PanelSeries.inputs
         for series in panel.series:
             position = self.panel.position(series.id, panel.source)
-            rows.append(PanelRows(position, self.panel.scale_inputs(position, series.inputs),
-                                  self.panel.scale_known(series.future), self.panel.static_codes(series, panel.source)))
+            source = f"{panel.source}, series {series.id!r}"
+            rows.append(PanelRows(position, self.panel.scale_inputs(position, series, columns, panel.source),
+                                  self.panel.scale_known(series.future, source),
+                                  self.panel.static_codes(series, panel.source)))
         return rows
 
     def future_batch(self, data: Table | TimeSeries | Panel, future: Table | None = None) -> FutureBatch:
@@ -363,7 +365,9 @@ def _panel_future_batch(state: FittedState, panel: Panel, future: Table | None) 
         steps = future_dates[position * pred_len:(position + 1) * pred_len]  # [P]
         x_dates = series.dates[-seq_len:]  # [L]
         y_dates = series.dates[series.n_rows - label_len:].append(steps)  # [label_len+P]
-        known = np.concatenate([rows.known, state.panel.scale_known(future_known[position])])  # [T + P, K]
+        future_scaled = state.panel.scale_known(future_known[position],
+                                                f"future covariates of {panel.source}, series {series.id!r}")
+        known = np.concatenate([rows.known, future_scaled])  # [T + P, K]
         y = np.full((label_len + pred_len, rows.inputs.shape[1]), np.nan, dtype=np.float32)
         y[:label_len] = rows.inputs[len(rows.inputs) - label_len:]
         items.append({

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from forecast.data.panel import Panel, PanelSeries
-from forecast.data.scaling import fit_scaler
+from forecast.data.scaling import as_float32, fit_scaler
 from forecast.errors import ConfigError, DataError
 
 __all__ = ["PanelFit"]
@@ -116,13 +116,19 @@ class PanelFit:
 
     # ------------------------------------------------------------------ scaling
 
-    def scale_inputs(self, position: int, values: np.ndarray) -> np.ndarray:
-        """A series' input rows ``[T, C_in]`` on its own training scale (float32)."""
-        return ((values - self.mean[position]) / self.scale[position]).astype(np.float32)
+    def scale_inputs(self, position: int, series: PanelSeries, columns: Sequence[Hashable], source: str) -> np.ndarray:
+        """A series' input rows ``[T, C_in]`` (``columns``) on its own training scale (float32); DataError naming
+        the series, column and row that float32 cannot hold."""
+        values = series.inputs  # [T, C_in]
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = (values - self.mean[position]) / self.scale[position]
+        return as_float32(scaled, values, columns, f"{source}, series {series.id!r}")
 
-    def scale_known(self, values: np.ndarray) -> np.ndarray:
-        """Known-covariate rows ``[T, K]`` on the pooled training scale (float32)."""
-        return ((values - self.known_mean) / self.known_scale).astype(np.float32)
+    def scale_known(self, values: np.ndarray, source: str) -> np.ndarray:
+        """Known-covariate rows ``[T, K]`` on the pooled training scale (float32); DataError as for the inputs."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = (values - self.known_mean) / self.known_scale
+        return as_float32(scaled, values, self.known_columns, source)
 
     # -------------------------------------------------------------- persistence
 

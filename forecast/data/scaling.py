@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 
 from forecast.errors import DataError
 
-__all__ = ["fit_scaler", "persistence", "persistence_sums", "standardize"]
+__all__ = ["as_float32", "fit_scaler", "persistence", "persistence_sums", "standardize"]
 
 # A standardized train column has mean 0 and standard deviation 1 (0 if constant); one far
 # from that was lost to float64 overflow or to rounding next to a huge offset.
@@ -49,8 +49,16 @@ def standardize(scaler: StandardScaler, values: np.ndarray, columns: Sequence[Ha
                 first_row: int = 0) -> np.ndarray:
     """``values [T, C]`` standardized as float32; DataError naming the cell that float32 cannot hold."""
     with np.errstate(over="ignore", invalid="ignore"):
-        scaled = scaler.transform(values).astype(np.float32)  # [T, C]
-    bad = np.argwhere(~np.isfinite(scaled))
+        return as_float32(scaler.transform(values), values, columns, source, first_row)
+
+
+def as_float32(scaled: np.ndarray, values: np.ndarray, columns: Sequence[Hashable], source: str,
+               first_row: int = 0) -> np.ndarray:
+    """Standardized ``scaled [T, C]`` as float32; DataError naming the first cell of ``values`` that float32
+    cannot hold standardized."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrowed = np.asarray(scaled).astype(np.float32)  # [T, C]
+    bad = np.argwhere(~np.isfinite(narrowed))
     if bad.size:
         row, column = (int(i) for i in bad[0])
         raise DataError(
@@ -58,7 +66,7 @@ def standardize(scaler: StandardScaler, values: np.ndarray, columns: Sequence[Ha
             f"is {len(bad)} value(s) too far from the train rows to standardize in float32 (beyond 3.4e38 "
             "standard deviations). Fix: clean or rescale those values."
         )
-    return scaled
+    return narrowed
 
 
 def persistence_sums(values: np.ndarray, seq_len: int, pred_len: int) -> tuple[np.ndarray, np.ndarray]:
