@@ -1,9 +1,11 @@
-"""Refactors keep the numbers: three tiny seeded runs give the metrics and forecasts pinned at commit 48e9be1.
+"""Refactors keep the numbers: three tiny seeded runs give the metrics and forecasts pinned at the commit
+named in tests/data/pinned_numerics.json.
 
 The values were bit-identical on the development machine after the model contract and the fitted
 data state were introduced; the tolerance leaves room for another CPU's kernels (float32 GEMMs
 pick their code path by instruction set), not for a changed computation. Re-pin only when a
-kernel's summation order changes on purpose: ``python tests/scripts/pinned_runs.py``.
+kernel's summation order or the default recipe changes on purpose (the recipe's ``linear_skip`` did):
+``python tests/scripts/pinned_runs.py``.
 """
 
 from __future__ import annotations
