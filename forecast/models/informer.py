@@ -7,13 +7,15 @@ Deliberate deviations from the original code (each switchable or harmless to num
 - ProbSparse is deterministic in eval mode and its masked variant ranks decoder queries
   against visible keys only (see ``forecast.layers.attention``).
 
-Two options the paper does not have, both off by default (the paper's model) and both on
+Three options the paper does not have, all off by default (the paper's model) and all on
 in the ``improved`` recipe (:mod:`forecast.recipes`):
 - ``revin``: reversible instance normalization of every window
   (:class:`~forecast.layers.normalization.ReversibleInstanceNorm`); the decoder's start
   tokens are the normalized window's last ``label_len`` steps, so they share its statistics;
 - ``channels="independent"``: each output variable is its own sequence through the shared
-  network (``B * C_out`` sequences of ``X + 1`` inputs, :mod:`forecast.layers.channels`).
+  network (``B * C_out`` sequences of ``X + 1`` inputs, :mod:`forecast.layers.channels`);
+- ``linear_skip``: a linear map from each sequence's window to its horizon, added to the
+  decoder's forecast (:class:`~forecast.layers.blocks.LinearSkip`).
 """
 
 from __future__ import annotations
