@@ -110,6 +110,7 @@ class Variant:
     loop_adam: bool = False  # Adam's per-tensor loop instead of the recipe's fused kernel
     torch_dropout: bool = False  # masks from F.dropout (bernoulli_) instead of forecast.layers.dropout's
     torch_softmax: bool = False  # LogSparse's softmax over offsets by torch.softmax instead of offset_softmax
+    sdpa_dropout: bool = False  # attention with dropout through SDPA's math path instead of the explicit product
     batched_fetch: bool = False  # loader only: one gather per batch instead of per-window items
     pin_memory: bool = False
     model_options: tuple[tuple[str, Any], ...] = ()  # overrides: a different model, not an optimization
@@ -132,13 +133,15 @@ TRAIN_VARIANTS = {
         Variant("torch-dropout", torch_dropout=True),
         # LogSparse's softmax over its ~log2 L offsets as torch.softmax computes it (row by row on the CPU).
         Variant("torch-softmax", torch_softmax=True),
+        # Attention with dropout on the CPU through SDPA (its math path) instead of the explicit product.
+        Variant("sdpa-dropout", sdpa_dropout=True),
         Variant("workers=1", num_workers=1, persistent_workers=True),
         Variant("workers=2", num_workers=2, persistent_workers=True),
     )
 }
 DEFAULT_TRAIN_VARIANTS = {
     "informer": ("fp32", "bf16", "compile", "bf16+compile", "loop-adam", "workers=1", "workers=2", "full-attention",
-                 "no-dropout", "torch-dropout"),
+                 "no-dropout", "torch-dropout", "sdpa-dropout"),
     # A LogSparse step takes seconds at this size: loading (measured by the loader rows) is
     # negligible beside it, so only the numerics variants are timed.
     "logsparse": ("fp32", "bf16", "compile", "bf16+compile", "torch-softmax"),
@@ -177,9 +180,15 @@ class Setting:
     device: str = "cpu"
     threads: int = 0
     seed: int = 0
+    recipe: str = "paper"
 
     def model_options(self, model: str, size: tuple[int, int, int] | None = None) -> dict[str, Any]:
-        """``build_model`` options: the paper's architecture at ``size`` (d_model, heads, d_ff)."""
+        """``build_model`` options: the paper's architecture at ``size`` (d_model, heads, d_ff), or with
+        ``recipe="improved"`` that recipe's model (its own size)."""
+        if self.recipe != "paper":
+            from forecast.recipes import get_recipe
+
+            return get_recipe(self.recipe).options_for(model)
         d_model, n_heads, d_ff = size or (self.d_model, self.n_heads, self.d_ff)
         if model == "informer":
             return dict(d_model=d_model, n_heads=n_heads, e_layers=2, d_layers=1, d_ff=d_ff, factor=5)
@@ -325,7 +334,8 @@ class Trainer:
         device = self.setting.device
         batch = {key: value.to(device, non_blocking=True) for key, value in self.batches.next_batch().items()}
         with (_torch_dropout() if self.variant.torch_dropout else nullcontext(),
-              _torch_softmax() if self.variant.torch_softmax else nullcontext()):
+              _torch_softmax() if self.variant.torch_softmax else nullcontext(),
+              _sdpa_dropout() if self.variant.sdpa_dropout else nullcontext()):
             loss = self.loss(batch)
         loss.backward()
         self.optimizer.step()
@@ -367,6 +377,18 @@ def _torch_softmax() -> AbstractContextManager[None]:
         return torch.softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
 
     return _swapped("offset_softmax", autograd.offset_softmax, torch_softmax)
+
+
+def _sdpa_dropout() -> AbstractContextManager[None]:
+    """Attention with dropout through ``scaled_dot_product_attention`` meanwhile, as it was before
+    :func:`forecast.layers.attention.reference.head_attention`, to price it against it in one process."""
+    from forecast.layers.attention import reference
+
+    def sdpa(queries, keys, values, mask=None, *, causal=False, dropout=0.0):
+        return torch.nn.functional.scaled_dot_product_attention(queries, keys, values, attn_mask=mask,
+                                                                dropout_p=dropout, is_causal=causal)
+
+    return _swapped("head_attention", reference.head_attention, sdpa)
 
 
 def _timed(step: Callable[[], Any], device: str) -> tuple[float, Any]:
@@ -721,7 +743,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             row.setdefault(column, "")  # files written before a column existed
         for column in NUMERIC:
             row[column] = float(row[column]) if row.get(column) not in (None, "") else None
-        for column in ("batch", "repeats", "num_workers", "train_steps", "n_windows", "threads", "d_model"):
+        for column in ("batch", "repeats", "num_workers", "train_steps", "n_windows", "threads", "d_model",
+                       "n_heads", "d_ff"):
             row[column] = int(float(row[column])) if row.get(column) not in (None, "") else None
     return rows
 
@@ -750,7 +773,11 @@ def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[di
         else:
             group_rows = result["rows"]
             facts = {"threads": result["threads"], "torch": result["torch"], "machine": result["machine"]}
-        group_rows = [{**common, **facts, **row} for row in group_rows]
+        size = {}
+        if setting.recipe != "paper" and model != "-":  # the recipe's own size, not the size flags
+            options = setting.model_options(model)
+            size = {name: options[name] for name in ("d_model", "n_heads", "d_ff") if name in options}
+        group_rows = [{**common, **size, **facts, **row} for row in group_rows]
         new += group_rows
         rows = kept + new
         add_speedups(rows)
@@ -957,6 +984,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--d-model", type=int, default=512)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--d-ff", type=int, default=2048)
+    parser.add_argument("--recipe", default="paper", choices=("paper", "improved"),
+                        help="the models' options: the paper's architecture at --d-model/--heads/--d-ff, or the "
+                             "improved recipe's model (its own size; the size flags are ignored)")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--variants", nargs="+", choices=list(TRAIN_VARIANTS),
@@ -1020,7 +1050,7 @@ def main(argv: list[str] | None = None) -> None:
     setting = Setting(
         data=args.data, features=args.features, target=args.target, seq_len=args.seq_len, label_len=args.label_len,
         pred_len=args.pred_len, batch=args.batch, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
-        device=args.device, threads=args.threads, seed=args.seed,
+        device=args.device, threads=args.threads, seed=args.seed, recipe=args.recipe,
     )
     output = args.output or RESULTS / f"train_{args.device.split(':')[0]}.csv"
     rows = measure(args, setting, output)

@@ -281,6 +281,27 @@ def test_prob_sparse_dropout_applies_in_training_only(causal: bool) -> None:
     torch.testing.assert_close(plain.eval()(q, k, v), dropped.eval()(q, k, v))
 
 
+@pytest.mark.parametrize(("query_len", "key_len", "causal"), [(7, 7, False), (9, 5, True), (4, 11, True)])
+def test_full_attention_with_dropout_equals_the_dense_reference_with_the_same_masks(query_len, key_len, causal):
+    """On the CPU, dropout takes the explicit path (not SDPA's math path): the dense reference's exact numbers,
+    mask for mask from the same seed, and with dropout off SDPA's."""
+    q, k, v = _qkv(2, query_len, key_len, 2, 4, requires_grad=True)
+    mask = causal_mask(query_len, key_len) if causal else None
+    module = FullAttention(causal=causal, dropout=0.4)
+    with torch.random.fork_rng():
+        torch.manual_seed(3)
+        out = module(q, k, v)
+        torch.manual_seed(3)
+        expected = dense_masked_attention(q, k, v, mask, dropout=0.4, training=True)
+    torch.testing.assert_close(out, expected)
+    assert (out - module.eval()(q, k, v)).abs().max() > 1e-3  # the dropout did drop
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    expected_grads = torch.autograd.grad(expected.sum(), (q, k, v))
+    for grad, expected_grad in zip(grads, expected_grads):
+        torch.testing.assert_close(grad, expected_grad)
+    torch.testing.assert_close(module.eval()(q, k, v), dense_masked_attention(q, k, v, mask))
+
+
 # ------------------------------------------------------------------ LogSparse
 
 

@@ -224,3 +224,15 @@ def test_the_torch_dropout_variant_draws_every_mask_with_f_dropout_and_restores(
     assert probsparse.apply_dropout is cheap.apply_dropout is original
     torch.manual_seed(0)
     assert not torch.equal(cheap.Dropout(0.3).train()(x), patched)  # the cheap masks again
+
+
+def test_the_improved_recipe_times_its_own_model_against_sdpa_attention(bench, series, tmp_path):
+    output = tmp_path / "attention.csv"
+    bench.main(["--data", str(series), *TINY, "--output", str(output), "--models", "informer", "--kinds", "train",
+                "--variants", "fp32", "sdpa-dropout", "--recipe", "improved", "--warmup", "1", "--steps", "2",
+                "--min-steps", "2"])
+    rows = bench.read_rows(output)
+    assert {row["variant"] for row in rows} == {"fp32", "sdpa-dropout"}
+    assert all(row["status"] == "ok" and math.isfinite(row["loss"]) for row in rows)
+    # the recipe's size, not the --d-model 16 of the flags
+    assert {(row["d_model"], row["n_heads"], row["d_ff"]) for row in rows} == {(64, 4, 128)}

@@ -4,7 +4,7 @@ named in tests/data/pinned_numerics.json.
 The values were bit-identical on the development machine after the model contract and the fitted
 data state were introduced; the tolerance leaves room for another CPU's kernels (float32 GEMMs
 pick their code path by instruction set), not for a changed computation. Re-pin only when a
-kernel's summation order or the default recipe changes on purpose (the recipe's ``linear_skip`` did):
+kernel's summation order, a dropout mask's random stream or the default recipe changes on purpose:
 ``python tests/scripts/pinned_runs.py``.
 """
 

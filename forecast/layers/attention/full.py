@@ -1,17 +1,17 @@
-"""Exact softmax attention through ``scaled_dot_product_attention``."""
+"""Exact softmax attention through ``scaled_dot_product_attention``, or its explicit equal with dropout on the CPU."""
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from forecast.checks import require_real
-from forecast.layers.attention.reference import _check_attention_inputs, dense_masked_attention
+from forecast.layers.attention.reference import _check_attention_inputs, dense_masked_attention, head_attention
 from forecast.layers.masks import causal_mask
 
 
 class FullAttention(nn.Module):
-    """Exact softmax attention through ``torch.nn.functional.scaled_dot_product_attention``.
+    """Exact softmax attention through ``torch.nn.functional.scaled_dot_product_attention``
+    (:func:`~forecast.layers.attention.reference.head_attention`).
 
     ``causal=True`` masks keys after each query (top-left alignment when L != S).
     ``dropout`` applies to the attention probabilities in training mode.
@@ -36,11 +36,11 @@ class FullAttention(nn.Module):
             return dense_masked_attention(
                 queries, keys, values, mask, dropout=self.dropout, training=self.training, need_weights=True
             )
-        out = F.scaled_dot_product_attention(
+        out = head_attention(
             queries.transpose(1, 2),  # [B, L, H, E] -> [B, H, L, E]
             keys.transpose(1, 2),  # [B, S, H, E] -> [B, H, S, E]
             values.transpose(1, 2),
-            dropout_p=self.dropout if self.training else 0.0,
-            is_causal=self.causal,
+            causal=self.causal,
+            dropout=self.dropout if self.training else 0.0,
         )
         return out.transpose(1, 2)  # [B, H, L, E] -> [B, L, H, E]

@@ -7,13 +7,12 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from forecast.checks import require_choice, require_int, require_real
 from forecast.errors import ConfigError
 from forecast.layers.attention.autograd import _CausalRunningAverage
-from forecast.layers.attention.reference import _accumulation_dtype, _check_attention_inputs
+from forecast.layers.attention.reference import _accumulation_dtype, _check_attention_inputs, head_attention
 from forecast.layers.dropout import apply_dropout
 from forecast.layers.masks import causal_mask
 
@@ -330,10 +329,7 @@ class ProbSparseAttention(nn.Module):
             mask = key_position <= selected.unsqueeze(-1)  # [B, H, u, S]
         dropout = self.dropout if self.training else 0.0
         if not need_weights:
-            out = F.scaled_dot_product_attention(
-                selected_queries, key_heads, value_heads, attn_mask=mask, dropout_p=dropout
-            )
-            return out, None
+            return head_attention(selected_queries, key_heads, value_heads, mask, dropout=dropout), None
         scores = selected_queries @ key_heads.transpose(-1, -2) * head_dim**-0.5  # [B, H, u, S]
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
