@@ -32,7 +32,7 @@ print(f"{size}: d_model {c.d_model}, {c.n_heads} heads, {c.n_layers} layers, d_f
 
 
 def run(cache: bool) -> tuple[float, torch.Tensor]:
-    model._kv_cache = cache
+    model.kv_cache = cache
     with torch.inference_mode():
         begin = time.perf_counter()
         paths = model.sample(x, x_mark, y_mark, n_samples, generator=torch.Generator().manual_seed(1))

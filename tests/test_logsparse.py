@@ -24,6 +24,7 @@ from forecast.models import (
     LogSparseTransformer,
     build_model,
 )
+from forecast.models.logsparse_rollout import Rollout
 from forecast.module import ForecastModule
 from forecast.training import lightning_warnings
 
@@ -417,7 +418,7 @@ CACHE_CASES = [
 def rollouts(model: LogSparseTransformer, x, x_mark, y_mark, cache: bool) -> dict[str, torch.Tensor]:
     """Everything the rollout serves: the point forecast and, for the Gaussian head, sample paths
     (all at once and in chunks) and quantiles, from fixed seeds."""
-    model._kv_cache = cache
+    model.kv_cache = cache
     out = {"forward": model(x, x_mark, y_mark)}
     if model.probabilistic:
         out["sample"] = model.sample(x, x_mark, y_mark, 3, generator=torch.Generator().manual_seed(5))
@@ -461,11 +462,12 @@ def test_cached_steps_give_the_full_pass_states_without_seeing_later_tokens(opti
     with torch.no_grad():
         _, lagged, known, marks, series_ids = model._tokens(x, x_mark, y_mark, future=future_values(s, dtype=dtype))
         full, _ = model._hidden(lagged, known, marks, series_ids)  # [B', T, D]
-        hidden, cache = model._prefill(lagged[:, :prefix], known[:, :prefix], marks[:, :prefix], series_ids)
+        rollout = Rollout(model)
+        hidden, cache = rollout.prefill(lagged[:, :prefix], known[:, :prefix], marks[:, :prefix], series_ids)
         states = [hidden]
         for position in range(prefix, lagged.shape[1]):
-            states.append(model._step(lagged[:, position], known[:, position], marks[:, position], series_ids,
-                                      position, cache))
+            states.append(rollout.step(lagged[:, position], known[:, position], marks[:, position], series_ids,
+                                       position, cache))
         stepped = model.norm(torch.stack(states, dim=1))  # [B', T - prefix + 1, D]
         cut = 15
         later = torch.randn(lagged[:, cut + 1:].shape, generator=torch.Generator().manual_seed(3), dtype=dtype)
@@ -492,12 +494,12 @@ def test_a_causal_convolution_projects_its_last_step_from_its_receptive_field(ke
 def test_forward_sample_and_quantiles_take_the_cached_path(monkeypatch):
     s = spec("S", seq_len=16, label_len=8, pred_len=4)
     model = model_for(s, decoding="autoregressive", head="gaussian").eval()
-    assert model._kv_cache
+    assert model.kv_cache
 
     def refuse(*args, **kwargs):
         raise AssertionError("the uncached rollout ran")
 
-    monkeypatch.setattr(model, "_decode_uncached", refuse)
+    monkeypatch.setattr(Rollout, "_uncached", refuse)
     x, x_mark, y_mark = inputs(s, batch_size=2)
     with torch.no_grad():
         assert model(x, x_mark, y_mark).shape == (2, 4, 1)
@@ -512,7 +514,7 @@ def test_gradients_through_the_cached_rollout_equal_the_uncached_ones():
     grads = {}
     for cache in (True, False):
         model = model_for(s, decoding="autoregressive", head="gaussian", revin=True).double().eval()
-        model._kv_cache = cache
+        model.kv_cache = cache
         paths = model.sample(x, x_mark, y_mark, 2, generator=torch.Generator().manual_seed(0))
         (model(x, x_mark, y_mark).square().sum() + paths.square().sum()).backward()
         grads[cache] = {name: p.grad for name, p in model.named_parameters()}

@@ -27,7 +27,7 @@ Decoding (``LogSparseConfig.decoding``):
   of the earlier tokens (and the last ``k - 1`` attention inputs that the convolutional
   Q/K projections of kernel ``k`` read). Everything after the embedding is causal, so
   the cached states are those a full pass over the prefix would recompute, to float
-  rounding (see :meth:`LogSparseTransformer._decode_cached`).
+  rounding (see :class:`~forecast.models.logsparse_rollout.Rollout`).
 
 Variables (``LogSparseConfig.channels``); output variables are the last ``C_out`` inputs:
 
@@ -67,12 +67,12 @@ from forecast.errors import ConfigError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, LinearSkip, PreNormCausalBlock
 from forecast.layers.channels import merge_series, per_series, series_rows
-from forecast.layers.decoding import KeyValueCache
 from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
-from forecast.layers.masks import logsparse_offsets, validate_logsparse_options
+from forecast.layers.masks import validate_logsparse_options
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
 from forecast.models.base import DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
+from forecast.models.logsparse_rollout import Rollout, standard_normal
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
 
@@ -152,12 +152,6 @@ class StepPrediction(NamedTuple):
     scale: Tensor | None
 
 
-def _standard_normal(shape: Sequence[int], like: Tensor, generator: torch.Generator | None) -> Tensor:
-    """Standard normal draws of ``like``'s dtype and device, from ``generator`` (its own device) when given."""
-    device = generator.device if generator is not None else like.device
-    return torch.randn(tuple(shape), generator=generator, device=device, dtype=like.dtype).to(like.device)
-
-
 class LogSparseTransformer(ForecastModel):
     """Decoder-only LogSparse Transformer; see the module docstring for tokens, decoding, variables and heads.
 
@@ -197,9 +191,8 @@ class LogSparseTransformer(ForecastModel):
         self.skip = LinearSkip(spec.seq_len, spec.pred_len) if config.linear_skip else None
         # Multiplies every Gaussian scale; 1 until calibrate_scale fits it on validation windows.
         self.register_buffer("scale_factor", torch.ones(()))
-        # False runs the autoregressive rollout without its key/value cache, recomputing the
-        # whole prefix at every step: the reference the cache is tested and timed against.
-        self._kv_cache = True
+        # False runs the autoregressive rollout without its key/value cache (Rollout(cached=False)).
+        self.kv_cache = True
 
     def _attention(self) -> MultiHeadAttention:
         c = self.config
@@ -317,32 +310,6 @@ class LogSparseTransformer(ForecastModel):
         hidden, _ = self._hidden(lagged, known, marks, series_ids)
         return self._head(hidden)
 
-    # -- incremental decoding (key/value cache) ----------------------------------------------
-
-    def _prefill(
-        self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None
-    ) -> tuple[Tensor, KeyValueCache]:
-        """One full pass over the first tokens: the last token's state ``[B', D]`` (before the final
-        LayerNorm) and the cache the next tokens attend through."""
-        cache = KeyValueCache(self.blocks, self._visible_offsets)
-        return cache.prefill(self.dropout(self._embed(lagged, known, marks, series_ids))), cache  # [B', n, D] in
-
-    def _visible_offsets(self, position: int) -> tuple[int, ...]:
-        """Offsets back from token ``position`` to the keys it attends (0 first, all <= position)."""
-        c = self.config
-        if c.attention == "full":
-            return tuple(range(position + 1))
-        return logsparse_offsets(position + 1, c.local_window, c.sub_len)
-
-    def _step(
-        self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, position: int,
-        cache: KeyValueCache,
-    ) -> Tensor:
-        """State ``[B', D]`` (before the final LayerNorm) of the one token at ``position`` (lagged, known
-        ``[B', V]``, marks ``[B', F]``), from the cache of the tokens before it; extends it."""
-        token = self._embed(lagged.unsqueeze(1), known.unsqueeze(1), marks.unsqueeze(1), series_ids, first=position)
-        return cache.step(self.dropout(token[:, 0]), position)  # [B', 1, D] -> [B', D]
-
     def step_outputs(
         self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None
     ) -> StepPrediction:
@@ -378,72 +345,12 @@ class LogSparseTransformer(ForecastModel):
         _, weights = self._hidden(*tokens, need_weights=True)
         return weights
 
-    def _next_value(self, mean: Tensor, scale: Tensor | None, draw: bool,
-                    generator: torch.Generator | None) -> Tensor:
-        """The value ``[B', n_out]`` fed back for a forecast step: its mean, or a draw when ``draw``."""
-        if not draw:
-            return mean
-        return mean + scale * _standard_normal(mean.shape, mean, generator)
-
-    def _decode_uncached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
-                         generator: torch.Generator | None) -> Tensor:
-        """Fed-back values ``[B', P, n_out]``, each step a full pass over the whole prefix (the reference)."""
-        length = self.spec.seq_len
-        exogenous_pad = (self.n_inputs - self.n_outputs, 0)  # exogenous inputs stay unknown over the horizon
-        fed_back: list[Tensor] = []  # [B', n_out] per horizon step
-        for step in range(self.spec.pred_len):
-            end = length + step + 1  # tokens 0..L read observed steps; token L+1+j reads horizon step j
-            step_lagged, step_known = lagged[:, : length + 1], known[:, : length + 1]
-            if fed_back:
-                values = torch.stack(fed_back, dim=1)  # [B', step, n_out]
-                step_lagged = torch.cat([step_lagged, F.pad(values, exogenous_pad)], dim=1)  # [B', end, V]
-                step_known = torch.cat([step_known, F.pad(torch.ones_like(values), exogenous_pad)], dim=1)
-            mean, scale = self._predict(step_lagged, step_known, marks[:, :end], series_ids)
-            fed_back.append(self._next_value(mean[:, -1], None if scale is None else scale[:, -1], draw, generator))
-        return torch.stack(fed_back, dim=1)
-
-    def _decode_cached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
-                       generator: torch.Generator | None) -> Tensor:
-        """Fed-back values ``[B', P, n_out]``: one pass over tokens 0..L, then one token per step on the caches.
-
-        Equal to :meth:`_decode_uncached` to float rounding, sometimes bit for bit but not
-        in general: a token's row can round differently alone (``[B', D]`` here) than
-        inside the full pass's ``[B' * S, D]``, because the CPU's matrix-product routines
-        pick their kernel by the matrix's size; a convolutional query or key (k > 1) is
-        one matrix product over the k taps here and a convolution there; full attention
-        runs SDPA there. Only recomputing at the full pass's shapes, the very cost the
-        cache removes, would pin the rounding.
-        """
-        length = self.spec.seq_len
-        exogenous_pad = (self.n_inputs - self.n_outputs, 0)  # exogenous inputs stay unknown over the horizon
-        # Tokens 0..L read observed steps only: one pass, whose last token forecasts horizon step 0.
-        hidden, cache = self._prefill(lagged[:, : length + 1], known[:, : length + 1], marks[:, : length + 1],
-                                      series_ids)
-        fed_back: list[Tensor] = []  # [B', n_out] per horizon step
-        for position in range(length, length + self.spec.pred_len):  # token L+j forecasts horizon step j
-            if fed_back:  # ... reading step j-1's fed-back value
-                value = fed_back[-1]
-                hidden = self._step(F.pad(value, exogenous_pad), F.pad(torch.ones_like(value), exogenous_pad),
-                                    marks[:, position], series_ids, position, cache)
-            mean, scale = self._head(self.norm(hidden))  # [B', n_out] each
-            fed_back.append(self._next_value(mean, scale, draw, generator))
-        return torch.stack(fed_back, dim=1)
-
-    def _rollout(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, draw: bool,
-                 generator: torch.Generator | None = None) -> Tensor:
-        """Autoregressive forecast ``[B, P, C_out]``: feed back the mean, or a draw when ``draw``."""
-        stats, *tokens = self._tokens(x, x_mark, y_mark)
-        decode = self._decode_cached if self._kv_cache else self._decode_uncached
-        fed_back = decode(*tokens, draw, generator)  # [B', P, n_out]
-        # Draws are made in the normalized space and mapped back with the window's statistics.
-        return self._outputs(fed_back, x.shape[0], stats)  # [B', P, n_out] -> [B, P, C_out]
-
     def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
         """Point forecast ``[B, P, C_out]`` (the Gaussian head's mean)."""
         if self.config.decoding == "one_shot":
             return self.step_outputs(x, x_mark, y_mark).mean[:, -self.spec.pred_len :]
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
-        return self._rollout(x, x_mark, y_mark, draw=False)
+        return Rollout(self, cached=self.kv_cache).forecast(x, x_mark, y_mark, draw=False)
 
     # -- training ----------------------------------------------------------------------------
 
@@ -546,16 +453,9 @@ class LogSparseTransformer(ForecastModel):
         if self.config.decoding == "one_shot":
             prediction = self.step_outputs(x, x_mark, y_mark)
             mean, scale = prediction.mean[:, -horizon:], prediction.scale[:, -horizon:]  # [B, P, C_out]
-            return mean + scale * _standard_normal((n_samples, *mean.shape), mean, generator)  # [S, B, P, C_out]
+            return mean + scale * standard_normal((n_samples, *mean.shape), mean, generator)  # [S, B, P, C_out]
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
-        batch = x.shape[0]
-        paths = []
-        for start in range(0, n_samples, chunk_size or n_samples):
-            count = min(chunk_size or n_samples, n_samples - start)
-            repeated = (tensor.repeat(count, 1, 1) for tensor in (x, x_mark, y_mark))  # [count*B, ...]
-            drawn = self._rollout(*repeated, draw=True, generator=generator)  # [count*B, P, C_out]
-            paths.append(drawn.reshape(count, batch, horizon, self.spec.c_out))  # -> [count, B, P, C_out]
-        return torch.cat(paths, dim=0)
+        return Rollout(self, cached=self.kv_cache).paths(x, x_mark, y_mark, n_samples, generator, chunk_size)
 
     def quantiles(
         self,
