@@ -349,7 +349,8 @@ class Predictor:
         units and its quantile columns: ``pred_len`` rows per series of ``df``, after that series'
         own end. ``future_covariates``, a long table (id, date, the future covariates), must give
         the known covariates of every one of those steps, else :class:`~forecast.errors.DataError`
-        names the series and the missing steps.
+        names the series and the missing steps (:class:`~forecast.errors.NonFiniteValueError` the
+        covariate, series and steps whose value is NaN or inf). Past covariates need no future values.
 
         Returns a frame indexed by the future timestamps (continuing the series'
         frequency, named like the date column), one column per output variable in

@@ -74,11 +74,13 @@ def test_series_on_different_clocks_are_refused_by_name():
 
 
 @pytest.mark.parametrize("break_it, error, words", [
-    (lambda f: f.drop(index=f.index[(f.unique_id == "s1")][3]), IrregularTimestampError, ["series 's1'", "irregular"]),
+    (lambda f: f.drop(index=f.index[(f.unique_id == "s1")][3]), IrregularTimestampError,
+     ["series 's1'", "irregular", "date column 'ds'", "row 33 (index 34)", ".groupby('unique_id').resample('h')"]),
     (lambda f: pd.concat([f, f[f.unique_id == "s0"].iloc[[4]]]).sort_values(["unique_id", "ds"], kind="stable"),
-     DuplicateTimestampError, ["series 's0'", "appears on"]),
-    (lambda f: f.iloc[::-1], UnsortedTimestampError, ["series 's2'", "backwards"]),
-    (lambda f: f.assign(y=f.y.where(f.index != 7)), NonFiniteValueError, ["series", "'y'", "fill_nan="]),
+     DuplicateTimestampError, ["series 's0'", "appears on", "date column 'ds'", "row 4 (index 4) and row 5 (index 4)",
+                               "drop_duplicates(subset=['unique_id', 'ds'])"]),
+    (lambda f: f.iloc[::-1], UnsortedTimestampError, ["series 's2'", "backwards", "sort_values(['unique_id', 'ds'])"]),
+    (lambda f: f.assign(y=f.y.where(f.index != 7)), NonFiniteValueError, ["series", "'y'", "row 7", "fill_nan="]),
     (lambda f: f.assign(footfall=f.footfall.astype(object).where(f.index != 3, "n/a")), NonNumericColumnError,
      ["'footfall'", "'n/a'"]),
     (lambda f: f.assign(region=f.region.where(f.index != 5, "west")), DataError,
@@ -91,6 +93,42 @@ def test_a_bad_series_is_named_with_the_fix(break_it, error, words):
         prepare_panel(frame, **ROLES)
     for word in words:
         assert word in str(raised.value)
+
+
+def test_a_duplicate_date_names_the_file_series_column_and_table_rows_with_a_panel_fix(tmp_path):
+    frame = long_frame(interleave=False)  # s0: table rows 0-29, s1: 30-41, s2: 42-61
+    twice = pd.concat([frame, frame.iloc[[32]]]).sort_values(["unique_id", "ds"], kind="stable", ignore_index=True)
+    path = tmp_path / "panel.csv"
+    twice.to_csv(path, index=False)
+    with pytest.raises(DuplicateTimestampError) as raised:
+        prepare_panel(path, **ROLES)
+    message = str(raised.value)
+    for words in (f"{path}, series 's1'", "timestamp 2024-01-02 07:00:00 of date column 'ds'",
+                  "row 32 (line 34 of the file) and row 33 (line 35 of the file)",
+                  "df.drop_duplicates(subset=['unique_id', 'ds'])", "df.groupby(['unique_id', 'ds'], as_index=False)"):
+        assert words in message
+    assert "allow_duplicates" not in message and "drop_duplicates(date_column)" not in message  # a wide table's fixes
+    fixed = prepare_panel(twice.drop_duplicates(subset=["unique_id", "ds"]), **ROLES)  # the fix it gives works
+    assert fixed.ids == ("s0", "s1", "s2") and fixed["s1"].dates.equals(prepare_panel(frame, **ROLES)["s1"].dates)
+
+
+def test_a_gap_names_the_file_series_column_and_table_row_with_a_panel_fix(tmp_path):
+    frame = long_frame(interleave=False)
+    gap = frame.drop(index=33)  # s1's 2024-01-02 08:00
+    path = tmp_path / "panel.csv"
+    gap.to_csv(path, index=False)
+    with pytest.raises(IrregularTimestampError) as raised:
+        prepare_panel(path, **ROLES)
+    message = str(raised.value)
+    recipe = ("df.set_index('ds').groupby('unique_id').resample('h').ffill()"
+              ".drop(columns='unique_id', errors='ignore').reset_index()")
+    for words in (f"{path}, series 's1'", "date column 'ds'", "row 33 (line 35 of the file)",
+                  "2024-01-02 07:00:00 is followed by 2024-01-02 09:00:00", recipe):
+        assert words in message
+    assert "allow_irregular" not in message and ".asfreq(" not in message  # a wide table's fixes
+    fixed = prepare_panel(eval(recipe, {"df": gap}), **ROLES)  # the fix it gives, as written, works on the long table
+    assert fixed["s1"].n_rows == 12 and fixed["s1"].target[3] == fixed["s1"].target[2]
+    assert fixed["s0"].n_rows == 30 and fixed["s2"].static == {"region": "east"}
 
 
 def test_gaps_filled_by_policy_stay_inside_their_series():

@@ -14,7 +14,7 @@ from forecast import Forecaster
 from forecast.data import WindowDataModule
 from forecast.data.dataset import ITEM_KEYS
 from forecast.data.fitted import FittedState
-from forecast.errors import ConfigError, DataError
+from forecast.errors import ConfigError, DataError, NonFiniteValueError
 from forecast.models import DataSpec, build_model, model_inputs
 
 WINDOWS = dict(seq_len=12, label_len=6, pred_len=4)
@@ -182,6 +182,67 @@ def test_prediction_refuses_missing_future_covariates_by_series_and_step():
     stranger = frame.assign(store=frame["store"].replace({"s2": "s9"}))
     with pytest.raises(DataError, match="series 's9' was not in the data the model was fitted on"):
         fc.predict(stranger, future_covariates=future_frame(stranger, promo=0.0))
+
+
+def test_a_missing_future_covariate_value_names_the_series_column_and_steps(tmp_path):
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    future = future_frame(frame, promo=1.0)  # 4 rows per store: s0, s1, s2
+    future.loc[[6, 8, 9], "promo"] = np.nan  # s1's step 3, s2's steps 1 and 2
+    path = tmp_path / "calendar.csv"
+    future.to_csv(path, index=False)
+    with pytest.raises(NonFiniteValueError) as raised:
+        fc.predict(frame, future_covariates=path)
+    message = str(raised.value)
+    s1_step_3 = str(future.loc[6, "date"])
+    for words in (f"future covariates {path}", "future covariate 'promo' is nan",
+                  "series 's1' at step(s) [3]; series 's2' at step(s) [1, 2] of the 4 forecast steps",
+                  f"series 's1': ['{s1_step_3}']", "row 6 (line 8 of the file)", "3 non-finite values",
+                  "predict(..., future_covariates=...)", "future.groupby('store')['promo'].ffill()"):
+        assert words in message
+    assert "fill_nan" not in message  # predict() takes no fill policy
+    filled = future.assign(promo=future.groupby("store")["promo"].ffill().fillna(0))  # the fix it gives
+    assert len(fc.predict(frame, future_covariates=filled)) == 3 * 4
+    history = future.assign(date=future["date"] - pd.Timedelta("30D"))  # rows that are not forecast steps
+    assert len(fc.predict(frame, future_covariates=pd.concat([history, filled]))) == 3 * 4  # are not read
+
+
+def test_past_covariates_reach_the_model_and_need_no_future_values():
+    frame = store_panel()
+    frame["footfall"] = 50.0 + 10.0 * np.sin(np.arange(len(frame)) / 3.0)
+    fc = Forecaster("transformer", **WINDOWS, d_model=16, n_heads=2, d_ff=16, max_epochs=1, limit_train_batches=2,
+                    limit_val_batches=1, batch_size=8, progress=False)
+    fc.fit(frame, date_column="date", **ROLES, past_covariates=["footfall"])
+    fitted = fc.fitted_state
+    assert fitted.input_columns == ("footfall", "sales") and fitted.output_columns == ("sales",)
+    assert fc.model.spec.c_in == 2 and fc.model.spec.n_known == 1  # footfall is an input, promo a known covariate
+    item = fc.datamodule.dataset("train")[0]  # store s0's first window: its own rows, on its training scale
+    expected = (frame["footfall"].to_numpy()[:WINDOWS["seq_len"]] - fitted.panel.mean[0, 0]) / fitted.panel.scale[0, 0]
+    np.testing.assert_allclose(item["x"][:, 0].numpy(), expected, rtol=1e-5)
+    future = future_frame(frame, promo=1.0)
+    assert "footfall" not in future.columns  # only the future covariates are asked for the forecast steps
+    base = fc.predict(frame, future_covariates=future)
+    assert list(base.columns) == ["store", "date", "sales"] and len(base) == 3 * 4
+    pd.testing.assert_frame_equal(fc.predict(frame, future_covariates=future), base)  # deterministic
+    # Another shape of footfall over the lookback (a rescaled one would look the same through RevIN).
+    other = fc.predict(frame.assign(footfall=np.cos(np.arange(len(frame)) / 1.7) * 40.0), future_covariates=future)
+    change = np.abs(other["sales"] - base["sales"]).to_numpy()
+    assert change.max() > 1e-3, change  # the lookback's footfall moves the forecast
+
+
+def test_a_probabilistic_panel_forecast_has_ordered_quantile_columns():
+    frame = store_panel()
+    fc = Forecaster("logsparse", head="gaussian", **WINDOWS, d_model=16, n_heads=2, d_ff=16, max_epochs=1,
+                    limit_train_batches=2, limit_val_batches=1, batch_size=8, progress=False)
+    fc.fit(frame, date_column="date", **ROLES)
+    forecast = fc.predict(frame, future_covariates=future_frame(frame, promo=1.0))
+    quantiles = ["sales_q0.1", "sales_q0.5", "sales_q0.9"]
+    assert list(forecast.columns) == ["store", "date", "sales", *quantiles] and len(forecast) == 3 * 4
+    assert forecast.groupby("store").size().to_dict() == {"s0": 4, "s1": 4, "s2": 4}
+    levels = forecast[quantiles].to_numpy()  # [N * P, 3]
+    assert np.isfinite(levels).all()
+    assert (levels[:, 0] <= levels[:, 1]).all() and (levels[:, 1] <= levels[:, 2]).all()  # per row
+    assert (levels[:, 0] < levels[:, 2]).all()  # a spread, not a point
 
 
 def test_a_saved_panel_forecaster_predicts_the_same(tmp_path):

@@ -12,7 +12,7 @@ import logging
 import os
 import warnings
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Union
 
@@ -51,21 +51,36 @@ FILL_POLICIES: tuple[str, ...] = ("ffill", "interpolate", "zero")
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a table came from, to name it and its rows in error messages."""
+    """Where a table came from, to name it and its rows in error messages.
+
+    ``rows`` and ``index`` describe a part of a table checked on its own (a panel's series):
+    its position ``i`` is the table's row ``rows[i]``, and ``index`` is the table's index, so
+    a message names the row a user can find in the table or file, not the part's own count.
+    """
 
     label: str
     is_file: bool = False
+    rows: np.ndarray | None = field(default=None, compare=False)
+    index: pd.Index | None = field(default=None, compare=False)
 
     @classmethod
     def of_file(cls, path: str | os.PathLike[str]) -> Origin:
         return cls(str(path), is_file=True)
 
+    def part(self, label: str, rows: np.ndarray, index: pd.Index) -> Origin:
+        """The origin of the table's rows ``rows`` (positions, in order), named ``label``; ``index`` is the
+        table's index."""
+        return Origin(label, self.is_file, np.asarray(rows, dtype=np.int64), index)
+
     def row(self, position: int, index: pd.Index | None = None) -> str:
-        """Describe data row ``position`` (0-based) for a message."""
+        """Describe data row ``position`` (0-based) for a message (a part's: the table's row it is)."""
+        if self.rows is not None:
+            position, index = int(self.rows[position]), self.index
         if self.is_file:
             return f"row {position} (line {position + 2} of the file)"
         if index is not None and not isinstance(index, pd.RangeIndex):
-            return f"row {position} (index {index[position]!r})"
+            label = index[position]
+            return f"row {position} (index {label.item() if isinstance(label, np.generic) else label!r})"
         return f"row {position}"
 
 
@@ -571,6 +586,25 @@ def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
     return to_offset(steps.mode().iloc[0])
 
 
+def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin) -> pd.DateOffset:
+    """The given offset, or the one pandas infers, else the most common step."""
+    if freq is not None:
+        return parse_offset(freq)
+    inferred = pd.DatetimeIndex(dates, freq="infer").freq if len(dates) >= 3 else None
+    return inferred if inferred is not None else _most_common_step(dates, origin)
+
+
+def _off_grid(dates: pd.DatetimeIndex, offset: pd.DateOffset, *,
+              allow_duplicates: bool) -> tuple[np.ndarray, pd.DatetimeIndex]:
+    """``(positions [n], expected [T-1])``: the steps ``i`` (from row i to row i+1) that do not follow
+    ``offset``, and the timestamp each row's successor should have."""
+    expected = dates[:-1] + offset
+    mismatch = np.asarray(expected != dates[1:])
+    if allow_duplicates:
+        mismatch &= np.asarray(dates[1:] != dates[:-1])
+    return np.flatnonzero(mismatch), expected
+
+
 def _resolve_frequency(
     dates: pd.DatetimeIndex,
     freq: str | pd.DateOffset | None,
@@ -583,16 +617,8 @@ def _resolve_frequency(
 
     Repeated timestamps, once accepted by ``allow_duplicates``, are not counted as steps.
     """
-    if freq is not None:
-        offset = parse_offset(freq)
-    else:
-        inferred = pd.DatetimeIndex(dates, freq="infer").freq if len(dates) >= 3 else None
-        offset = inferred if inferred is not None else _most_common_step(dates, origin)
-    expected = dates[:-1] + offset
-    mismatch = np.asarray(expected != dates[1:])
-    if allow_duplicates:
-        mismatch &= np.asarray(dates[1:] != dates[:-1])
-    off_grid = np.flatnonzero(mismatch)
+    offset = _infer_offset(dates, freq, origin)
+    off_grid, expected = _off_grid(dates, offset, allow_duplicates=allow_duplicates)
     if off_grid.size:
         row = int(off_grid[0]) + 1
         message = (

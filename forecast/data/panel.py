@@ -32,16 +32,26 @@ from forecast.data.io import (
     FILL_POLICIES,
     Origin,
     Table,
-    _check_order,
     _fill_non_finite,
     _find_date_column,
+    _infer_offset,
     _numeric_values,
-    _resolve_frequency,
+    _off_grid,
     parse_dates,
     read_table,
 )
 from forecast.data.splits import SPLIT_NAMES, SplitLike, split_borders, window_count
-from forecast.errors import ConfigError, DataError, MixedFrequencyError, SeriesTooShortError, UnknownColumnError
+from forecast.errors import (
+    ConfigError,
+    DataError,
+    DuplicateTimestampError,
+    IrregularTimestampError,
+    MixedFrequencyError,
+    NonFiniteValueError,
+    SeriesTooShortError,
+    UnknownColumnError,
+    UnsortedTimestampError,
+)
 
 __all__ = ["Panel", "PanelSeries", "panel_borders", "panel_windows", "prepare_panel"]
 
@@ -112,6 +122,51 @@ def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column
                                  f"{list(frame.columns)!r}. Fix: name the column as the table spells it.")
 
 
+def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin, *,
+                 id_column: Hashable, date_column: Hashable, target: Hashable) -> pd.DateOffset:
+    """A series' offset (``freq``, or inferred); its timestamps must go forward, be unique and follow it.
+
+    A wide table's checks (:func:`~forecast.data.io.prepare_series`) with a panel's messages: the
+    series, the date column and the table's rows are named, and the fix works on the whole long
+    table (``df.drop_duplicates(subset=[id, date])``, not a wide table's ``drop_duplicates(date)``;
+    a wide table's ``allow_duplicates`` and ``allow_irregular`` do not exist for a panel: each
+    window's steps must be one frequency step apart within its series).
+    """
+    by_series = f"[{id_column!r}, {date_column!r}]"
+    steps = dates[1:] - dates[:-1]
+    backwards = np.flatnonzero(steps < pd.Timedelta(0))
+    if backwards.size:
+        row = int(backwards[0]) + 1
+        raise UnsortedTimestampError(
+            f"{origin.label}: date column {date_column!r} goes backwards at {origin.row(row)}: {dates[row - 1]} "
+            f"({origin.row(row - 1)}) is followed by {dates[row]} ({backwards.size} such places in this series). "
+            f"Fix: sort the rows by series, then date: df.sort_values({by_series})."
+        )
+    repeated = np.flatnonzero(steps == pd.Timedelta(0))
+    if repeated.size:
+        row = int(repeated[0]) + 1
+        raise DuplicateTimestampError(
+            f"{origin.label}: timestamp {dates[row]} of date column {date_column!r} appears on "
+            f"{origin.row(row - 1)} and {origin.row(row)} ({repeated.size} repeated (id, date) pairs in this "
+            f"series); a panel holds one row per series and timestamp. Fix: keep one of each, "
+            f"df.drop_duplicates(subset={by_series}) (the first), or aggregate them, "
+            f"df.groupby({by_series}, as_index=False).agg({{{target!r}: 'mean', ...}})."
+        )
+    offset = _infer_offset(dates, freq, origin)
+    off_grid, expected = _off_grid(dates, offset, allow_duplicates=False)
+    if off_grid.size:
+        row = int(off_grid[0]) + 1
+        raise IrregularTimestampError(
+            f"{origin.label}: date column {date_column!r} has {off_grid.size} irregular steps for frequency "
+            f"{offset.freqstr!r}; the first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, "
+            f"expected {expected[row - 1]}. Fix: put every series on a regular grid, e.g. "
+            f"df = df.set_index({date_column!r}).groupby({id_column!r}).resample({offset.freqstr!r}).ffill()"
+            f".drop(columns={id_column!r}, errors='ignore').reset_index() (a missing step repeats its series' "
+            "row before it), pass the right freq=..., or leave the series out of the data."
+        )
+    return offset
+
+
 def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Origin) -> dict[Hashable, Any]:
     values = {}
     for column in columns:
@@ -161,12 +216,13 @@ def prepare_panel(
     numeric = [target, *covariates["past_covariates"], *covariates["future_covariates"]]  # the values' columns
     n_past = len(covariates["past_covariates"])
     series, first_freq = [], None
-    for series_id, rows in frame.groupby(id_column, sort=False, observed=True):
-        where = Origin(f"{origin.label}, series {series_id!r}")
+    groups = frame.groupby(id_column, sort=False, observed=True)
+    for series_id, rows in groups:
+        # Messages name the table's rows (and a file's lines), not the series' own count.
+        where = origin.part(f"{origin.label}, series {series_id!r}", groups.indices[series_id], frame.index)
         dates = parse_dates(rows[date_column], column=date_column, origin=where)
-        _check_order(dates, allow_duplicates=False, origin=where)
+        offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
         values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where).to_numpy(np.float64)
-        offset = _resolve_frequency(dates, freq, allow_irregular=False, allow_duplicates=False, origin=where)
         if first_freq is None:
             first_freq = (series_id, offset)
         elif offset != first_freq[1]:
@@ -245,8 +301,10 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
 
     ``future`` is a long table with the panel's id and date columns and its future covariates,
     holding (at least) those steps for every series; None is fine when there are no future
-    covariates. DataError naming the series and its missing steps, or a column the table lacks,
-    or a value that is not a finite number: a forecast is never made from guessed covariates.
+    covariates. DataError naming the series and its missing steps, or a column the table lacks;
+    :class:`~forecast.errors.NonFiniteValueError` naming the covariate, the series and the forecast
+    steps whose value is NaN or inf: a forecast is never made from guessed covariates. Rows other than
+    the forecast steps are not read, so their values may be missing.
     """
     columns = list(panel.future_covariates)
     n_series = len(panel.series)
@@ -259,13 +317,13 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
                         f"future_covariates=<a long table with {panel.id_column!r}, {panel.date_column!r} and "
                         f"{columns!r}>.")
     frame, origin = read_table(future)
-    where = Origin(f"future covariates {origin.label}")
+    where = Origin(f"future covariates {origin.label}", origin.is_file)
     for column in (panel.id_column, panel.date_column, *columns):
         if column not in frame.columns:
             raise UnknownColumnError(f"{where.label}: has no column {column!r} (its columns: {list(frame.columns)!r})."
                                      f" Fix: give it the id, date and future covariate columns of the fitted data.")
     dates = parse_dates(frame[panel.date_column], column=panel.date_column, origin=where)
-    values = _fill_non_finite(_numeric_values(frame, columns, where), None, where).to_numpy(np.float64)  # [rows, K]
+    values = _numeric_values(frame, columns, where).to_numpy(np.float64)  # [rows, K], checked where used
     lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([frame[panel.id_column], dates]))
     if lookup.index.has_duplicates:
         series_id, date = lookup.index[lookup.index.duplicated()][0]
@@ -285,4 +343,44 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
         raise DataError(f"{where.label}: series {series_id!r} lacks its future covariates at {len(missing)} of "
                         f"the {pred_len} steps after its end, from {missing[0]} (e.g. {[str(d) for d in missing[:3]]})."
                         f" Fix: give every series a row for each of its next {pred_len} steps.")
-    return values[found.astype(np.int64)]  # [N, P, K]
+    rows = found.astype(np.int64)  # [N, P]
+    known = values[rows]  # [N, P, K]
+    _check_known_finite(panel, known, rows, steps, where, frame.index)
+    return known
+
+
+def _check_known_finite(panel: Panel, known: np.ndarray, rows: np.ndarray, steps: pd.MultiIndex, origin: Origin,
+                        index: pd.Index) -> None:
+    """NonFiniteValueError for a NaN or inf among the future covariates ``known [N, P, K]`` (table rows
+    ``rows [N, P]``) of the forecast ``steps``: it names the covariate, the series and their steps
+    (1-based, and their timestamps), and the table row of the first.
+
+    No fill policy applies here: ``fill_nan`` fills a fit's history, but a covariate known ahead is
+    given, not guessed, so the fix is in the table passed to ``predict``.
+    """
+    bad = ~np.isfinite(known)  # [N, P, K]
+    if not bad.any():
+        return
+    n_series, pred_len, _ = known.shape
+    column_position = int(np.flatnonzero(bad.any(axis=(0, 1)))[0])
+    column = panel.future_covariates[column_position]
+    in_column = bad[..., column_position]  # [N, P]
+    positions = np.flatnonzero(in_column.any(axis=1))  # the series, in panel order
+    dates = steps.get_level_values(1).to_numpy().reshape(n_series, pred_len)  # [N, P]
+    first = int(positions[0])
+    first_steps = np.flatnonzero(in_column[first])
+    value = known[first, first_steps[0], column_position]
+    first_dates = [str(pd.Timestamp(date)) for date in dates[first, first_steps[:3]]]
+    first_row = origin.row(int(rows[first, first_steps[0]]), index)
+    named = [f"series {panel.series[position].id!r} at step(s) {(np.flatnonzero(in_column[position]) + 1).tolist()}"
+             for position in positions[:3]]
+    more = f" and {len(positions) - 3} more series" if len(positions) > 3 else ""
+    id_column = panel.id_column
+    raise NonFiniteValueError(
+        f"{origin.label}: future covariate {column!r} is {value} for {'; '.join(named)}{more} of the {pred_len} "
+        f"forecast steps (series {panel.series[first].id!r}: {first_dates}, the first on {first_row}; "
+        f"{int(bad.sum())} non-finite values in the forecast steps). A forecast is not made from guessed "
+        "covariates. Fix: give their known values in the table passed as predict(..., future_covariates=...), "
+        f"e.g. fill each series' gaps: future[{column!r}] = future.groupby({id_column!r})[{column!r}].ffill(), "
+        "or .fillna(0) where a missing value means none."
+    )
