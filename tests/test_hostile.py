@@ -95,7 +95,10 @@ def hostile_frames(draw) -> tuple[pd.DataFrame, frozenset[str]]:
             frame.loc[frame.index[cell()[0]], cell()[1]] = draw(st.sampled_from([np.inf, -np.inf]))
         if "huge" in corruptions:  # made to vary first: a constant column scales to zeros, whatever its size
             column = cell()[1]
-            frame[column] = (frame[column] + np.arange(len(frame))) * draw(st.sampled_from(HUGE))
+            values = frame[column].to_numpy(np.float64)
+            # Steps of the column's own magnitude: a constant 1e40 plus 0, 1, 2, ... would stay constant.
+            step = float(np.max(np.abs(values[np.isfinite(values)]), initial=1.0))
+            frame[column] = (frame[column] + np.arange(len(frame)) * step) * draw(st.sampled_from(HUGE))
         if "float32_overflow" in corruptions:  # a test-period value far outside the train rows
             frame.loc[frame.index[-1], cell()[1]] = 1e45
         if "text" in corruptions:
