@@ -5,7 +5,7 @@
 It also rewrites the main README's headline block: the detail tables of the ETTh1
 reproduction settings (``HEADLINE_SETTINGS``), and the panel benchmark's block (``PANEL_DATASETS``).
 
-The same as ``forecast report --results-dir experiments/results --configs-dir experiments/configs
+The same as ``forecast report --results_dir experiments/results --configs_dir experiments/configs
 --published experiments/published.csv --readme experiments/README.md`` (see :mod:`forecast.report`):
 per dataset and feature mode, our mean MSE / MAE over seeds at each configured setting
 (``experiments/configs``) next to the published figures (``experiments/published.csv``), "not run"

@@ -266,6 +266,11 @@ class Forecaster:
         return self._training.seed
 
     @property
+    def progress(self) -> bool:
+        """Whether Lightning's progress bar is shown (``progress=None`` resolved at construction)."""
+        return self._progress
+
+    @property
     def quantile_levels(self) -> tuple[float, ...]:
         return self._quantiles
 

@@ -5,9 +5,9 @@
     forecast test     --config experiments/configs/ETTh1/informer_M_24.yaml
     forecast predict  --config experiments/configs/ETTh1/informer_M_24.yaml --output future.csv
     forecast sweep    --sweep experiments/benchmark.yaml --datasets ETTh1 --models informer naive --seeds 0 1 2
-    forecast report   --results-dir experiments/results --configs-dir experiments/configs \
+    forecast report   --results_dir experiments/results --configs_dir experiments/configs \\
                       --published experiments/published.csv --readme experiments/README.md
-    forecast splits   ETTh1 --seq-len 96 --label-len 48 --pred-len 24
+    forecast splits   ETTh1 --seq_len 96 --label_len 48 --pred_len 24
     forecast demo     # the README's main job: the default Informer on ETTh1 against three baselines
 
 ``fit`` trains and saves the run (checkpoints every epoch, resumed when the same command
@@ -18,30 +18,29 @@ run the same config (and model/data overrides) names, or ``--run_dir DIR``. ``te
 scores every test window (``--windows val`` the validation windows, with the same report). ``predict``
 writes the forecast of the ``pred_len`` steps after the last row of the data as a CSV
 (timestamps, original units).
-Config files and overrides are described in :mod:`forecast.config`: every option can be
-set on the command line as ``--section.key value``, e.g. ``--model.d_model 64``,
-``--data.batch_size 16``, ``--trainer.max_epochs 1``, ``--seed 3``; ``--print_config``
-shows the result.
 
-Why not LightningCLI. The command line keeps its conventions (YAML with ``model``,
-``data`` and ``trainer`` sections, repeatable ``--config``, ``--section.key`` overrides,
-``--print_config``, the ``fit``/``validate``/``test``/``predict`` subcommands, any
-``lightning.Trainer`` argument under ``trainer``), but drives
-:class:`~forecast.Forecaster` instead of instantiating classes, because that serves
-users better here:
+Options are parsed by ``jsonargparse`` with their types (:func:`forecast.config.config_parser`):
+YAML configs with ``model``, ``data`` and ``trainer`` sections (``--config``, repeatable, later
+files win), then any option as ``--section.key value``, e.g. ``--model.d_model 64``,
+``--data.batch_size 16``, ``--trainer.max_epochs 1``, ``--seed 3``. ``forecast fit --help`` lists
+every option of the model the config names, of the data, of the training and every
+``lightning.Trainer`` argument, with its type and default; each value is checked against its type as
+it is parsed, ``--print_config`` (which shows the result) included, and an unknown option fails with
+the closest name and the valid ones. Config files are described in :mod:`forecast.config`.
+``splits`` takes the same data options (:func:`forecast.config.add_data_arguments`) without the
+``data.`` prefix.
 
-* a model's sizes come from the data (docs/design.md): LightningCLI builds the model and the
-  data module independently from their signatures, so the model would need a wrapper
-  taking untyped options plus ``link_arguments`` that read the CSV while parsing; here
-  each model's options are checked against its own config dataclass, with the valid
-  names in the error;
-* ``predict`` must forecast the real future after the last row, with timestamps and in
-  original units, from a saved run: that needs the fitted scaler and variables, which a
-  Lightning checkpoint does not hold, and which ``Forecaster.save``/``load`` do;
-* the CLI, the Python API and the sweep then share one recipe (early stopping, best
-  epoch restored, resumable checkpoints checked against the config) and one format.
+The sizes a model is built for (input and output variables, time features, the season, a
+panel's series and covariates) are no options: ``fit`` reads and scales the data first
+(:class:`~forecast.data.WindowDataModule`), then builds the model from the fitted data state
+(``DataSpec.from_fitted``), through :class:`~forecast.Forecaster` and the one training recipe that
+``forecast sweep`` and the Python API use too. That state (scaler, columns, frequency) is saved
+with the run, so ``predict`` forecasts in original units from the run folder alone.
 
-It needs no dependency beyond ``yaml.safe_load``.
+One flag style: ``--snake_case`` (jsonargparse's and Lightning's); the dashed spelling
+(``--dry-run``) is accepted too. ``fit`` and ``sweep`` take ``--progress true|false`` for
+Lightning's progress bar; without it the bar shows in interactive use (a terminal or Jupyter)
+unless the ``CI`` environment variable is set, as in the Python API.
 """
 
 from __future__ import annotations
@@ -207,6 +206,14 @@ def _set_override(item: str) -> tuple[str, Any]:
         return name.strip().removeprefix("--"), text
 
 
+def _optional_bool(text: str) -> bool | None:
+    """``true``, ``false`` or ``null`` (any case), as the typed parser of ``forecast fit`` reads ``--progress``."""
+    try:
+        return {"true": True, "false": False, "null": None}[text.lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not true, false or null") from None
+
+
 def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     from forecast.sweep import SweepSpec, plan_sweep, run_sweep
 
@@ -271,15 +278,43 @@ def _split_part(text: str) -> str | int | float:
     return text
 
 
-def _splits(args: argparse.Namespace, extra: list[str]) -> int:
+# DataConfig fields that move no split border (loader settings, the windows scored, the time features):
+# `forecast splits` takes every other data option, as `forecast fit` defines it.
+_NOT_SPLITTING = ("time_encoding", "batch_size", "eval_batch_size", "num_workers", "drop_last_train",
+                  "predict_split", "pin_memory", "persistent_workers")
+
+
+def _splits_parser() -> Any:
+    from jsonargparse import ArgumentParser
+
+    from forecast.config import add_data_arguments
+
+    parser = ArgumentParser(prog="forecast splits", exit_on_error=False, allow_abbrev=False,
+                            description=f"{SPLITS_HELP[0].upper()}{SPLITS_HELP[1:]}: rows, dates and windows of "
+                                        "train, val and test, read with the data options of `forecast fit` "
+                                        "(without its data. prefix).")
+    parser.add_argument("data", type=str, help="registered dataset name or CSV path")
+    add_data_arguments(parser, None, skip=(*_NOT_SPLITTING, "split"))
+    parser.add_argument("--split", nargs="+", type=str, default=None,
+                        help="a protocol name, 3 fractions, 3 row ends, or 2 dates where val and test start")
+    return parser
+
+
+def _splits(args: argparse.Namespace, tokens: list[str]) -> int:
+    from jsonargparse import ArgumentError
+
+    from forecast.config import snake_case_flag, valid_options_hint
     from forecast.data import WindowDataModule, describe_splits
 
-    if extra:
-        raise ConfigError(f"forecast splits: unexpected arguments {extra}.")
-    datamodule = WindowDataModule(args.data, seq_len=args.seq_len, label_len=args.label_len,
-                                  pred_len=args.pred_len, features=args.features, target=args.target,
-                                  date_column=args.date_column, id_column=args.id_column,
-                                  split=args.split[0] if args.split and len(args.split) == 1 else args.split)
+    parser = _splits_parser()
+    try:
+        options = parser.parse_args([snake_case_flag(token) for token in tokens]).as_dict()
+    except ArgumentError as error:
+        message = " ".join(str(error).split())
+        raise ConfigError(f"forecast splits: {message}.{valid_options_hint(parser, message)} Fix: see "
+                          "`forecast splits --help` for every option and its type.") from None
+    data, split = options.pop("data"), [_split_part(part) for part in options.pop("split") or ()]
+    datamodule = WindowDataModule(data, split=split[0] if len(split) == 1 else split or None, **options)
     datamodule.setup()
     print(describe_splits(datamodule))
     return 0
@@ -316,6 +351,7 @@ def _demo(args: argparse.Namespace, extra: list[str]) -> int:
 # --------------------------------------------------------------------------- parser
 
 
+SPLITS_HELP = "summarize a dataset's splits and windows"
 COMMAND_HELP = {
     "fit": "train a model from a YAML config and save the run",
     "validate": "score a fitted run on the validation windows",
@@ -347,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "interrupted runs resume. See forecast.sweep.")
     sweep.add_argument("--sweep", default=None, metavar="FILE.yaml", help="sweep file (flags override it)")
     sweep.add_argument("--config", nargs="+", default=None, metavar="FILE.yaml",
-                       help="run these config files instead of selecting from --configs-dir")
+                       help="run these config files instead of selecting from --configs_dir")
     sweep.add_argument("--configs_dir", "--configs-dir", type=Path, default=None,
                        help="default configs (experiments/benchmark.yaml names the repository's)")
     sweep.add_argument("--datasets", nargs="+", default=None)
@@ -366,7 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry_run", "--dry-run", action="store_true",
                        help="list the runs and their status, run nothing")
     sweep.add_argument("--fail_fast", "--fail-fast", action="store_true", help="stop at the first failed run")
-    sweep.add_argument("--progress", action="store_true", help="show Lightning's progress bar")
+    sweep.add_argument("--progress", type=_optional_bool, default=None, metavar="{true,false,null}",
+                       help="show Lightning's progress bar (default: in interactive use, a terminal or Jupyter, "
+                            "unless the CI environment variable is set)")
     sweep.set_defaults(run=_sweep)
 
     report = commands.add_parser("report", allow_abbrev=False,
@@ -382,20 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     destination.add_argument("--output", default=None, metavar="FILE.md", help="write the tables to a file")
     report.set_defaults(run=_report)
 
-    splits = commands.add_parser("splits", help="summarize a dataset's splits and windows")
-    splits.add_argument("data", help="registered dataset name or CSV path")
-    splits.add_argument("--seq_len", "--seq-len", type=int, default=96)
-    splits.add_argument("--label_len", "--label-len", type=int, default=48)
-    splits.add_argument("--pred_len", "--pred-len", type=int, default=24)
-    splits.add_argument("--features", default="M", choices=["M", "S", "MS"])
-    splits.add_argument("--target", default=None, help="default: a registered dataset's own target, else "
-                        "every column (M) or the last numeric one (S, MS)")
-    splits.add_argument("--date_column", "--date-column", default=None,
-                        help="default: the one column holding timestamps")
-    splits.add_argument("--id_column", "--id-column", default=None,
-                        help="read a long-format panel whose series this column names (then --target is required)")
-    splits.add_argument("--split", nargs="+", default=None, type=_split_part,
-                        help="a protocol name, 3 fractions, 3 row ends, or 2 dates where val and test start")
+    # Every token (--help included) goes to the typed parser of _splits_parser.
+    splits = commands.add_parser("splits", help=SPLITS_HELP, add_help=False, allow_abbrev=False)
     splits.set_defaults(run=_splits)
 
     demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines")

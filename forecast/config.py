@@ -64,12 +64,15 @@ from forecast.recipes import DEFAULT_RECIPE, get_recipe
 __all__ = [
     "CONFIG_NAME",
     "RunConfig",
+    "add_data_arguments",
     "config_parser",
     "data_option_names",
     "load_config",
     "parse_config",
     "read_yaml",
+    "snake_case_flag",
     "trainer_option_names",
+    "valid_options_hint",
 ]
 
 SECTIONS = ("model", "data", "trainer")
@@ -140,7 +143,8 @@ _TOP_LEVEL_TYPES: dict[str, tuple[Any, Any, str]] = {
     "recipe": (str, DEFAULT_RECIPE, "the named recipe the options start from (forecast.recipes)"),
     "run_dir": (str | None, None, "the run folder (default runs/<run name>)"),
     "quantiles": (list[float] | None, None, "levels of predict's quantile columns"),
-    "progress": (bool, False, "show Lightning's progress bar"),
+    "progress": (bool | None, None, "show Lightning's progress bar (default: in interactive use, a terminal or "
+                                    "Jupyter, unless the CI environment variable is set)"),
 }
 
 
@@ -195,7 +199,6 @@ def config_parser(model: str = "informer", *, prog: str = "forecast", descriptio
     """
     from jsonargparse import ActionConfigFile, ArgumentParser
 
-    from forecast.data import DataConfig
     from forecast.models import MODELS, model_config_class
 
     parser = ArgumentParser(prog=prog, description=description, exit_on_error=False, allow_abbrev=False)
@@ -208,9 +211,7 @@ def config_parser(model: str = "informer", *, prog: str = "forecast", descriptio
         parser.add_class_arguments(config_class, "model", skip=set(fixed))
     parser.add_argument("--data.dataset", type=str | None, default=None,
                         help=f"a registered dataset {list(registry.names())} or a CSV path")
-    for name in ("seq_len", "label_len", "pred_len"):
-        parser.add_argument(f"--data.{name}", type=int, default=_WINDOW_DEFAULTS[name])
-    parser.add_class_arguments(DataConfig, "data", skip={"seed", "test_split", "seq_len", "label_len", "pred_len"})
+    add_data_arguments(parser, "data")
     for name, annotation, default in _trainer_arguments():
         try:
             parser.add_argument(f"--trainer.{name}", type=annotation, default=default)
@@ -221,6 +222,30 @@ def config_parser(model: str = "informer", *, prog: str = "forecast", descriptio
     if add_arguments is not None:
         add_arguments(parser)
     return parser
+
+
+def add_data_arguments(parser: Any, nested_key: str | None = "data", *, skip: Iterable[str] = ()) -> None:
+    """The data options (the window, then the :class:`~forecast.data.DataConfig` fields but ``seed`` and
+    ``test_split``) on a ``jsonargparse`` parser, as ``--<nested_key>.<field>`` (``--<field>`` without one),
+    each with its type and default; the fields in ``skip`` left out. ``forecast fit`` and ``forecast splits``
+    both take their data options from here."""
+    from forecast.data import DataConfig
+
+    skip = set(skip)
+    prefix = f"{nested_key}." if nested_key else ""
+    for name in _WINDOW[:3]:
+        if name not in skip:
+            parser.add_argument(f"--{prefix}{name}", type=int, default=_WINDOW_DEFAULTS[name])
+    parser.add_class_arguments(DataConfig, nested_key, skip={"seed", "test_split", *_WINDOW[:3], *skip})
+
+
+def snake_case_flag(token: str) -> str:
+    """``--name-with-dashes[=value]`` as ``--name_with_dashes[=value]`` (the one flag style); other tokens
+    as given."""
+    if not token.startswith("--"):
+        return token
+    name, equals, value = token[2:].partition("=")
+    return f"--{name.replace('-', '_')}{equals}{value}"
 
 
 def _named_model(paths: Sequence[Path], tokens: Sequence[str]) -> str:
@@ -258,10 +283,7 @@ def _tokens(overrides: Iterable[tuple[str, Any]] | Sequence[str]) -> list[str]:
             item = f"--{name}={value if isinstance(value, str) else json.dumps(value)}"
         elif not item.startswith("-") and "=" in item:
             item = f"--{item}"
-        if item.startswith("--"):
-            name, equals, value = item[2:].partition("=")
-            item = f"--{name.replace('-', '_')}{equals}{value}"
-        tokens.append(item)
+        tokens.append(snake_case_flag(item))
     return tokens
 
 
@@ -287,8 +309,8 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
         given = parser.parse_args([*(f"--config={path}" for path in paths), *tokens], defaults=False).as_dict()
     except ArgumentError as error:
         message = " ".join(str(error).split())
-        raise ConfigError(f"{source}: {message}.{_valid_options(parser, message)} Fix: see `{prog} --help` for every "
-                          "option and its type.") from None
+        raise ConfigError(f"{source}: {message}.{valid_options_hint(parser, message)} Fix: see `{prog} --help` for "
+                          "every option and its type.") from None
     given = _plain(given)
     given.pop("config", None)
     given.pop("__path__", None)
@@ -296,14 +318,14 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     return RunConfig.from_mapping(given, source), own
 
 
-def _valid_options(parser: Any, message: str) -> str:
+def valid_options_hint(parser: Any, message: str) -> str:
     """For unrecognized options: the valid options of their sections (and the closest names)."""
     unknown = [*(re.findall(r"--([\w.]+)", message) if message.startswith("unrecognized arguments") else []),
                *(f"{group}.{option}" for group, option in
                  re.findall(r"Group '([\w.]+)' does not accept option '(\w+)'", message)),
                *re.findall(r"Option '([\w.]+)' is not accepted", message)]
     known = [option[2:] for action in parser._actions for option in action.option_strings
-             if option.startswith("--") and option[2:] not in ("help", "config", "print_config")]
+             if option.startswith("--") and option[2:] not in ("help", "config", "print_config", "print_shtab")]
     hints = []
     for name in unknown:
         section = name.rpartition(".")[0]
@@ -387,7 +409,9 @@ def _top_level(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
     """``seed``, ``recipe``, ``run_dir``, ``quantiles`` and ``progress``, checked."""
     try:
         seed = require_int("seed", mapping.get("seed", 0), 0)
-        progress = require_bool("progress", mapping.get("progress", False))
+        progress = mapping.get("progress")
+        if progress is not None:
+            require_bool("progress", progress)
         recipe = get_recipe(mapping.get("recipe", DEFAULT_RECIPE)).name
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
@@ -422,7 +446,7 @@ class RunConfig:
     recipe: str = DEFAULT_RECIPE
     run_dir: str | None = None
     quantiles: tuple[float, ...] | None = None
-    progress: bool = False
+    progress: bool | None = None
     source: str = "<config>"
 
     @classmethod
@@ -460,8 +484,8 @@ class RunConfig:
             mapping["run_dir"] = self.run_dir
         if self.quantiles is not None:
             mapping["quantiles"] = list(self.quantiles)
-        if self.progress:
-            mapping["progress"] = True
+        if self.progress is not None:
+            mapping["progress"] = self.progress
         return mapping
 
     def to_yaml(self) -> str:

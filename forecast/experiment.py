@@ -137,8 +137,9 @@ class Experiment:
         digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
         return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training", "data")) + f"-{digest}"
 
-    def forecaster(self, *, progress: bool = False, callbacks: Sequence[Callback] = ()) -> Forecaster:
-        """The unfitted :class:`~forecast.Forecaster` that trains this run (its options are the recipe's already)."""
+    def forecaster(self, *, progress: bool | None = None, callbacks: Sequence[Callback] = ()) -> Forecaster:
+        """The unfitted :class:`~forecast.Forecaster` that trains this run (its options are the recipe's already);
+        ``progress=None``: the Forecaster's default (the bar in interactive use only)."""
         training = dataclasses.asdict(self.training)
         max_epochs, seed = training.pop("max_epochs"), training.pop("seed")
         data = {name: value for name, value in self.data_options.items() if name != "split"}
@@ -157,14 +158,15 @@ def run_experiment(
     command: str,
     *,
     callbacks: Sequence[Callback] = (),
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> dict[str, Any] | None:
     """Run ``experiment`` unless its row is in ``results``; returns the appended row, or ``None`` when skipped.
 
     Checkpoints go to ``runs_dir/<experiment.run_name()>/checkpoints`` every epoch; a run
     that was killed resumes from its ``last.ckpt``. Checkpoints are read with
     ``weights_only=True``. ``command`` is recorded in the row (how to reproduce it);
-    ``callbacks`` are added to the Trainer's.
+    ``callbacks`` are added to the Trainer's. ``progress``: Lightning's progress bar (``None``: in
+    interactive use, as :class:`~forecast.Forecaster` decides).
     """
     results = Path(results)
     key = experiment.key()
@@ -177,7 +179,7 @@ def run_experiment(
     forecaster.fit(experiment.dataset, split=experiment.data_options.get("split"), run_dir=run_dir)
     fit = forecaster.last_fit
     metrics = test_windows(forecaster.module, forecaster.datamodule, experiment.training, trainer=fit.trainer,
-                           progress=progress)
+                           progress=forecaster.progress)
     row = dict(
         key,
         mse=metrics["test_mse"], mae=metrics["test_mae"],

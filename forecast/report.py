@@ -1,6 +1,6 @@
 """Markdown results tables: our runs side by side with the published numbers.
 
-    forecast report --results-dir R --configs-dir C --published P      # print the tables
+    forecast report --results_dir R --configs_dir C --published P      # print the tables
     forecast report ... --readme experiments/README.md                 # rewrite the block between its markers
 
 Two kinds of table, from the results CSVs (one row per run, :mod:`forecast.results`):

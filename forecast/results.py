@@ -98,7 +98,7 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
         raise ConfigError(
             f"waited {LOCK_TIMEOUT_S:.0f} s for the lock {lock_file} of the results file {Path(path).name}. Fix: if "
             "no process is writing there, delete the lock file; if file locks do not work across the nodes of this "
-            "filesystem, give each worker its own --results-dir and merge them with "
+            "filesystem, give each worker its own --results_dir and merge them with "
             "python experiments/merge_results.py."
         ) from error
     try:

@@ -1,7 +1,7 @@
 """Sweeps: datasets x models x feature modes x horizons x seeds, one results row per run.
 
     forecast sweep --datasets ETTh1 --models informer naive --horizons 24 48 --seeds 0 1 2
-    forecast sweep --sweep experiments/benchmark.yaml --datasets ETTh1 --dry-run
+    forecast sweep --sweep experiments/benchmark.yaml --datasets ETTh1 --dry_run
     forecast sweep --sweep experiments/benchmark.yaml --shard ${SLURM_ARRAY_TASK_ID}/4
 
 A sweep selects config files ``<configs_dir>/<dataset>/<model>_<features>_<pred_len>.yaml``
@@ -190,7 +190,7 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
             raise ConfigError(f"config file(s) {missing} do not exist.")
         return list(spec.configs)
     if not spec.configs_dir.is_dir():
-        raise ConfigError(f"configs directory {spec.configs_dir} does not exist. Fix: --configs-dir DIR, "
+        raise ConfigError(f"configs directory {spec.configs_dir} does not exist. Fix: --configs_dir DIR, "
                           "or generate them with python experiments/make_configs.py.")
     datasets = spec.datasets or tuple(sorted(p.name for p in spec.configs_dir.iterdir() if p.is_dir()))
     chosen = []
@@ -213,7 +213,7 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
 def _command(path: Path, seed: int, spec: SweepSpec) -> str:
     words = ["forecast", "sweep", "--config", _display_path(path), "--seeds", str(seed)]
     if spec.results_dir.resolve() != DEFAULT_RESULTS_DIR.resolve():
-        words += ["--results-dir", _display_path(spec.results_dir)]
+        words += ["--results_dir", _display_path(spec.results_dir)]
     for name, value in spec.overrides:
         text = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
         words += ["--set", f"{name}={text}"]
@@ -262,7 +262,7 @@ def run_sweep(
     spec: SweepSpec,
     *,
     callbacks: Sequence[Callback] = (),
-    progress: bool = False,
+    progress: bool | None = None,
     fail_fast: bool = False,
     announce: Callable[[str], None] = log.info,
 ) -> SweepSummary:
@@ -270,7 +270,8 @@ def run_sweep(
 
     A run that raises is recorded in the summary and the sweep goes on (unless
     ``fail_fast``); interrupting the process (``KeyboardInterrupt``) stops it, keeping
-    every row appended so far. ``announce`` receives one line per run.
+    every row appended so far. ``announce`` receives one line per run. ``progress``: Lightning's
+    progress bar (``None``: in interactive use, as :class:`~forecast.Forecaster` decides).
     """
     summary = SweepSummary()
     runs = plan_sweep(spec)

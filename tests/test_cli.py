@@ -177,6 +177,49 @@ def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys)
     assert "split dates" in out and "2022-03-12 00:00:00" in out
 
 
+def test_splits_reads_the_data_with_the_options_fit_takes(workdir, capsys):
+    """`forecast splits` takes fit's data options (its definitions, without the data. prefix)."""
+    frame = write_series(workdir / "gappy.csv")
+    frame.loc[5, "a"] = np.nan
+    frame.to_csv(workdir / "gappy.csv", index=False)
+    assert main(["splits", "gappy.csv"]) == 2
+    assert "fill_nan" in capsys.readouterr().err
+    assert main(["splits", "gappy.csv", "--fill_nan", "ffill", "--columns", "[OT]",
+                 "--split", "0.6", "0.2", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "300 rows x 1 variables" in out and "split fractions" in out
+    assert main(["splits", "gappy.csv", "--fill_nan", "ffill", "--fil_nan", "zero"]) == 2
+    assert "Did you mean --fill_nan?" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["splits", "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--seq_len", "--date_column", "--id_column", "--fill_nan", "--allow_irregular",
+                   "--allow_duplicates", "--freq", "--columns", "--past_covariates", "--split"):
+        assert option in out, option
+    assert "--batch_size" not in out  # moves no split border
+
+
+def test_fit_and_sweep_take_progress_alike_and_default_to_interactive_use(workdir, monkeypatch):
+    """`--progress true|false` in both; without it, the Python API's rule: on in a terminal, off under CI."""
+    import forecast.sweep
+
+    given = []
+    monkeypatch.setattr(forecast.sweep, "run_sweep",
+                        lambda spec, progress, **_: given.append(progress) or forecast.sweep.SweepSummary())
+    for flags in ([], ["--progress", "true"], ["--progress=false"]):
+        assert main(["sweep", "--config", "tiny.yaml", *flags]) == 0
+    assert given == [None, True, False]
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert load_config("tiny.yaml").forecaster().progress
+    assert load_config("tiny.yaml").experiment().forecaster().progress  # the sweep's route with progress=None
+    assert not load_config("tiny.yaml", ["--progress", "false"]).forecaster().progress
+    monkeypatch.setenv("CI", "true")
+    assert not load_config("tiny.yaml").forecaster().progress
+    assert not load_config("tiny.yaml").experiment().forecaster().progress
+
+
 def test_bad_options_fail_with_the_fix_and_no_traceback(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--model.d_modle", "8"]) == 2
     err = capsys.readouterr().err

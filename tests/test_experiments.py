@@ -127,7 +127,7 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
         **get_recipe("improved").training, "max_epochs": 2, "batch_size": 16}
     assert 0 < float(first.val_loss) < 10  # the best epoch's validation loss, what settings are chosen on
     assert np.isfinite([first.mse, first.mae, first.mse_orig, first.mae_orig]).all()
-    assert first.command.startswith(f"forecast sweep --config {informer} --seeds 3 --results-dir ")
+    assert first.command.startswith(f"forecast sweep --config {informer} --seeds 3 --results_dir ")
     assert list((tmp_path / "runs").glob("*/checkpoints/last.ckpt"))
     # Its curves go to a CSV log whatever is installed (Lightning's default is TensorBoard's when it can be).
     (log,) = (tmp_path / "runs").glob("*/lightning_logs/version_0/metrics.csv")

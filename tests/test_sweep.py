@@ -80,7 +80,7 @@ def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     assert informer.command == "forecast sweep --config configs/toy/informer_M_4.yaml --seeds 1"
     # a results folder other than the default is part of the command that reproduces the row
     elsewhere = plan_sweep(spec.updated(results_dir=spec.results_dir.parent / "other", seeds=[1]))
-    assert elsewhere[0].command.endswith("--seeds 1 --results-dir other")
+    assert elsewhere[0].command.endswith("--seeds 1 --results_dir other")
     assert json.loads(informer.options) == {**get_recipe("improved").options_for("informer"),
                                             **{k: v for k, v in INFORMER.items() if k != "name"}}
 
