@@ -13,7 +13,8 @@ It composes the package's parts and adds no modelling of its own: a
 through the shared recipe of :mod:`forecast.training` (early stopping on validation
 loss; the best epoch's weights are kept).
 
-Options are routed by name: :class:`~forecast.data.DataConfig` fields go to the data,
+Options are routed by name (:class:`~forecast.options.ForecasterOptions`):
+:class:`~forecast.data.DataConfig` fields go to the data,
 :class:`~forecast.training.TrainingConfig` fields to training (``batch_size`` and
 ``num_workers`` to both), ``lightning.Trainer`` arguments to the trainer, and every
 other name must be a field of the model's config (``InformerConfig`` for ``informer``).
@@ -21,12 +22,8 @@ other name must be a field of the model's config (``InformerConfig`` for ``infor
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-import logging
 import os
-import sys
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,67 +31,23 @@ import lightning as L
 import pandas as pd
 from matplotlib.figure import Figure
 
-from forecast.checks import require_bool, require_choice, require_levels
-from forecast.data import DataConfig, WindowDataModule
+from forecast.checks import require_bool, require_choice
+from forecast.data import WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError
 from forecast.metrics import pivot_report
-from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_options
+from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.predictor import (
-    Predictor,
-    is_jsonable,
-    jsonable,
-    prepare_run_dir,
-    private_rng,
-    read_config,
-    series_report,
-)
-from forecast.recipes import DEFAULT_RECIPE, get_recipe
+from forecast.options import ForecasterOptions
+from forecast.predictor import Predictor, prepare_run_dir, read_config, series_report
+from forecast.recipes import DEFAULT_RECIPE
 from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, test_windows
 
 __all__ = ["Forecaster", "model_option_names"]
 
-logger = logging.getLogger(__name__)
-
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
-
-# Option routing. The window, variables and seed are the constructor's own arguments,
-# the split is fit's and the windows to score evaluate's; batch size and workers are both
-# a loader and a training setting.
-_OWN_ARGUMENTS = ("seq_len", "label_len", "pred_len", "features", "target", "max_epochs", "seed")
-_SHARED_OPTIONS = ("batch_size", "num_workers")
-_DATA_OPTIONS = tuple(f.name for f in dataclasses.fields(DataConfig)
-                      if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS, "split", "test_split"))
-# How fit(data, ...) may say to read its data: the columns' roles, a panel's included.
-_READING_OPTIONS = ("target", "date_column", "id_column", "past_covariates", "future_covariates",
-                    "static_covariates", "freq", "fill_nan", "columns")
-_TRAINING_OPTIONS = tuple(f.name for f in dataclasses.fields(TrainingConfig)
-                          if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS))
-# run_dir decides checkpoints and the root directory; callbacks are added, not replaced.
-_MANAGED_TRAINER_ARGUMENTS = ("self", "default_root_dir", "enable_checkpointing", "callbacks")
-_TRAINER_OPTIONS = tuple(
-    name for name in inspect.signature(L.Trainer.__init__).parameters
-    if name not in (*_MANAGED_TRAINER_ARGUMENTS, *_OWN_ARGUMENTS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS)
-)
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-def _interactive() -> bool:
-    """Whether a person is likely watching: a terminal or a Jupyter kernel, outside CI."""
-    if os.environ.get("CI"):
-        return False
-    return "ipykernel" in sys.modules or sys.stderr.isatty()
-
-
-def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
-    """Sizes for building a model only to check its options (one variable, four timeF features, a cycle of one)."""
-    return DataSpec(seq_len=seq_len, label_len=label_len, pred_len=pred_len, c_in=1, c_out=1,
-                    n_time_features=4, season=1)
 
 
 def model_option_names(model: str) -> tuple[str, ...]:
@@ -102,54 +55,40 @@ def model_option_names(model: str) -> tuple[str, ...]:
     return model_options(model)
 
 
-def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
-    checked = require_levels("quantiles", levels, allow_empty=True)
-    if len(set(checked)) != len(checked):
-        raise ConfigError(f"quantiles={levels!r} repeats a level.")
-    return tuple(sorted(checked))
+def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | os.PathLike[str] | None,
+           resume: bool) -> tuple[TrainedRun, Predictor]:
+    """``Forecaster.fit``'s training: the shared recipe (:func:`~forecast.training.fit_best`) run with
+    ``options`` on ``data``; with ``run_dir``, checkpoints there (resumed if ``resume`` and they match)."""
+    L.seed_everything(options.training.seed, workers=True, verbose=False)
+    datamodule = options.new_datamodule(data, split)
+    datamodule.setup()
+    fitted = datamodule.fitted
+    model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
+    module = options.new_module(model, fitted)
+    run_path, config = Path(run_dir) if run_dir is not None else None, options.config()
+    resume = prepare_run_dir(run_path, config, fitted, split, resume) if run_path is not None else False
+    run = fit_best(module, datamodule, options.training, run_path, callbacks=options.callbacks,
+                   progress=options.progress, resume=resume)
+    return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data)
 
 
-# --------------------------------------------------------------------------- Forecaster
-
-
-def _route(options: Mapping[str, Any]) -> tuple[dict, dict, dict, dict]:
-    """Split ``options`` into data, training, Trainer and model options."""
-    if "split" in options:
-        raise ConfigError("split is an argument of fit(), not of the constructor: fit(data, split=...).")
-    data, training, trainer, model = {}, {}, {}, {}
-    for name, value in options.items():
-        if name in _SHARED_OPTIONS:
-            continue  # given to both the data module and the training config
-        if name in _DATA_OPTIONS:
-            data[name] = value
-        elif name in _TRAINING_OPTIONS:
-            training[name] = value
-        elif name in _TRAINER_OPTIONS:
-            trainer[name] = value
-        else:
-            model[name] = value
-    return data, training, trainer, model
-
-
-def _check_model_options(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any]) -> None:
-    """Build the model once on probe sizes: unknown names and bad values fail here, not at fit."""
-    if not model_options:
-        return
-    try:
-        with private_rng():
-            build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
-                        **model_options)
-    except ConfigError as error:
-        known = model_option_names(model)
-        unknown = sorted(name for name in model_options if name not in known)
-        if not unknown:
-            raise
-        raise ConfigError(
-            f"unknown option(s) {unknown} for Forecaster({model!r}). Valid options: model "
-            f"{list(known) or '(none)'}; data {sorted((*_DATA_OPTIONS, *_SHARED_OPTIONS))}; training "
-            f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
-            "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
-        ) from error
+def _score(predictor: Predictor, options: ForecasterOptions, data: Table | None, split: Any, windows: str,
+           detail: bool, by_series: bool) -> pd.DataFrame:
+    """``Forecaster.evaluate``'s scoring: the report of split ``windows`` of the fitted data, or of ``data``
+    (split by ``split``, default the fit's) scaled with the fitted state."""
+    module = predictor.module
+    if data is None:
+        datamodule = predictor.require_data("evaluate()")
+        if windows != datamodule.config.test_split:
+            datamodule = datamodule.with_options(test_split=windows)
+    else:
+        datamodule = options.new_datamodule(data, split if split is not None else predictor.split, test_split=windows,
+                                            fitted=predictor.fitted_state)
+    if require_bool("by_series", by_series):
+        return series_report(predictor.model, predictor.fitted_state, datamodule.test_dataloader())
+    test_windows(module, datamodule, options.training, callbacks=options.callbacks, progress=options.progress)
+    assert module.test_report is not None
+    return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
 
 
 class Forecaster:
@@ -211,38 +150,10 @@ class Forecaster:
         progress: bool | None = None,
         **options: Any,
     ) -> None:
-        if model not in MODELS:
-            raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
-        self._model_name = model
-        self._recipe = get_recipe(recipe)
-        # The recipe's training settings and model options, beneath those given (their names never overlap).
-        options = {**self._recipe.training, **self._recipe.options_for(model), **options}
-        if max_epochs is None:
-            max_epochs = options.pop("max_epochs", TrainingConfig.max_epochs)
-        else:
-            options.pop("max_epochs", None)
-        self._quantiles = _check_quantiles(quantiles)
-        self._progress = _interactive() if progress is None else require_bool("progress", progress)
-        self._callbacks = list(options.pop("callbacks", None) or [])
-        data_options, training_options, trainer_options, model_options = _route(options)
-        shared = {name: options[name] for name in _SHARED_OPTIONS if name in options}
-        self._window = {"seq_len": seq_len, "label_len": label_len, "pred_len": pred_len,
-                        "features": features, "target": target}
-        self._data_options = data_options
-        # Validates the window, variables and data options before any data is read.
-        DataConfig(**self._window, seed=seed, **shared, **data_options)
-        extra = {**dict(training_options.pop("extra_trainer_options", None) or {}), **trainer_options}
-        managed = sorted(set(extra) & set(_MANAGED_TRAINER_ARGUMENTS))
-        if managed:
-            raise ConfigError(
-                f"Trainer options {managed} are managed by the Forecaster: checkpoints and their directory "
-                "follow fit(run_dir=...), and callbacks=[...] is a constructor option of its own."
-            )
-        self._training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
-                                        extra_trainer_options=extra)
-        self._model_options = model_options
-        _check_model_options(model, self._window, model_options)
-        self._new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
+        window = {"seq_len": seq_len, "label_len": label_len, "pred_len": pred_len, "features": features,
+                  "target": target}
+        self._options = ForecasterOptions.route(model, window, max_epochs, seed, recipe=recipe, quantiles=quantiles,
+                                                progress=progress, options=options)
         self._run = TrainedRun(None, EpochLog().frame())
         self._predictor: Predictor | None = None
 
@@ -250,47 +161,34 @@ class Forecaster:
 
     @property
     def model_name(self) -> str:
-        return self._model_name
+        return self._options.model
 
     @property
     def model_options(self) -> dict[str, Any]:
         """The model's config options given to the constructor."""
-        return dict(self._model_options)
+        return dict(self._options.model_options)
 
     @property
     def training(self) -> TrainingConfig:
-        return self._training
+        return self._options.training
 
     @property
     def seed(self) -> int:
-        return self._training.seed
+        return self._options.training.seed
 
     @property
     def progress(self) -> bool:
         """Whether Lightning's progress bar is shown (``progress=None`` resolved at construction)."""
-        return self._progress
+        return self._options.progress
 
     @property
     def quantile_levels(self) -> tuple[float, ...]:
-        return self._quantiles
+        return self._options.quantiles
 
     @property
     def config(self) -> dict[str, Any]:
         """Everything needed to rebuild this forecaster (unfitted), as JSON types."""
-        training = dataclasses.asdict(self._training)
-        extra = training.pop("extra_trainer_options")
-        kept = {name: value for name, value in extra.items() if is_jsonable(value)}
-        if kept.keys() != extra.keys():
-            logger.info("Trainer options %s are not saved (no JSON form).", sorted(extra.keys() - kept.keys()))
-        return {
-            "model": self._model_name,
-            "recipe": self._recipe.name,
-            "model_options": jsonable(self._model_options, "model_options"),
-            "data": jsonable({**self._window, **self._data_options}, "data"),
-            "training": jsonable({**training, "extra_trainer_options": kept}, "training"),
-            "quantiles": list(self._quantiles),
-            "progress": self._progress,
-        }
+        return self._options.config()
 
     @property
     def is_fitted(self) -> bool:
@@ -331,10 +229,10 @@ class Forecaster:
         return self.predictor.freq
 
     def __repr__(self) -> str:
-        window = ", ".join(f"{key}={value!r}" for key, value in self._window.items())
-        options = "".join(f", {key}={value!r}" for key, value in self._model_options.items())
+        window = ", ".join(f"{key}={value!r}" for key, value in self._options.window.items())
+        options = "".join(f", {key}={value!r}" for key, value in self._options.model_options.items())
         state = f"fitted on {self._predictor.fitted_state.dataset}" if self._predictor is not None else "not fitted"
-        return f"Forecaster({self._model_name!r}, {window}{options}, seed={self.seed}) [{state}]"
+        return f"Forecaster({self.model_name!r}, {window}{options}, seed={self.seed}) [{state}]"
 
     @property
     def history(self) -> pd.DataFrame:
@@ -354,35 +252,6 @@ class Forecaster:
         """The fitted data state (variables, frequency, windows, train-row scaler) that scales any data
         this forecaster reads, e.g. ``WindowDataModule(other, ..., fitted=fc.fitted_state)``."""
         return self.predictor.fitted_state
-
-    # ---------------------------------------------------------------------- building
-
-    def _new_datamodule(self, data: Table, split: Any,
-                        **options: Any) -> WindowDataModule:
-        training = self._training
-        return WindowDataModule(
-            data, **self._window, batch_size=training.batch_size, num_workers=training.num_workers,
-            split=split, seed=training.seed, **self._data_options, **options,
-        )
-
-    def _new_module(self, model: ForecastModel, fitted: FittedState | None) -> ForecastModule:
-        training = self._training
-        return ForecastModule(
-            model, loss=training.loss, learning_rate=training.learning_rate, lr_schedule=training.lr_schedule,
-            weight_decay=training.weight_decay,
-            fitted=fitted,
-        )
-
-    def _set_reading(self, reading: Mapping[str, Any]) -> None:
-        """Take ``fit``'s reading options (ConfigError for another name or a bad value, changing nothing)."""
-        unknown = sorted(set(reading) - set(_READING_OPTIONS))
-        if unknown:
-            raise ConfigError(f"fit() takes the data-reading options {list(_READING_OPTIONS)}, not {unknown}; "
-                              "pass other options to Forecaster(...).")
-        window = {**self._window, **{name: reading[name] for name in ("target",) if name in reading}}
-        data_options = {**self._data_options, **{name: value for name, value in reading.items() if name != "target"}}
-        DataConfig(**window, seed=self.seed, **data_options)
-        self._window, self._data_options = window, data_options
 
     # --------------------------------------------------------------------------- fit
 
@@ -419,22 +288,12 @@ class Forecaster:
         ``last.ckpt``, after checking that it was made with the same model, options
         and variables.
         """
-        self._set_reading(reading)
-        L.seed_everything(self.seed, workers=True, verbose=False)
-        datamodule = self._new_datamodule(data, split)
-        datamodule.setup()
-        fitted = datamodule.fitted
-        model = build_model(self._model_name, DataSpec.from_fitted(fitted), **self._model_options)
-        module = self._new_module(model, fitted)
-        run_path, config = Path(run_dir) if run_dir is not None else None, self.config
-        resume = prepare_run_dir(run_path, config, fitted, split, resume) if run_path is not None else False
-        run = fit_best(module, datamodule, self._training, run_path, callbacks=self._callbacks,
-                       progress=self._progress, resume=resume)
-        self._run = run
-        self._predictor = Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data)
+        self._options = self._options.with_reading(reading)
+        run, predictor = _train(self._options, data, split, run_dir, resume)
+        self._run, self._predictor = run, predictor
         # under DDP one process saves
-        if run_path is not None and (run.trainer is None or run.trainer.is_global_zero):
-            self._predictor.save(run_path)
+        if run_dir is not None and (run.trainer is None or run.trainer.is_global_zero):
+            predictor.save(run_dir)
         return self
 
     # ---------------------------------------------------------------------- evaluate
@@ -462,22 +321,7 @@ class Forecaster:
         series instead (:func:`forecast.predictor.series_report`).
         """
         require_choice("windows", windows, SPLIT_NAMES)
-        predictor = self.predictor
-        module = predictor.module
-        if data is None:
-            datamodule = predictor.require_data("evaluate()")
-            if windows != datamodule.config.test_split:
-                datamodule = datamodule.with_options(test_split=windows)
-        else:
-            datamodule = self._new_datamodule(data, split if split is not None else predictor.split, test_split=windows,
-                                              fitted=predictor.fitted_state)
-        if require_bool("by_series", by_series):
-            return series_report(predictor.model, predictor.fitted_state, datamodule.test_dataloader())
-        test_windows(module, datamodule, self._training, callbacks=self._callbacks, progress=self._progress)
-        assert module.test_report is not None
-        return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
-
-    # ---------------------------------------------------------------------- forecast
+        return _score(self.predictor, self._options, data, split, windows, detail, by_series)
 
     # ------------------------------------------------------- forecasts (the predictor's)
 
@@ -523,5 +367,6 @@ class Forecaster:
                          seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
                          quantiles=config["quantiles"], progress=config["progress"],
                          **config["model_options"], **training)
-        forecaster._predictor = Predictor.load(path, config, forecaster._model_options, forecaster._new_module)
+        options = forecaster._options
+        forecaster._predictor = Predictor.load(path, config, options.model_options, options.new_module)
         return forecaster

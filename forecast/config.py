@@ -87,8 +87,6 @@ _WINDOW = ("seq_len", "label_len", "pred_len", "features", "target", "time_encod
 _WINDOW_DEFAULTS = {"seq_len": 96, "label_len": 48, "pred_len": 24, "features": "M", "time_encoding": "timeF"}
 # Loader settings that are also training settings; they live in `data`, like a LightningDataModule's.
 _LOADER = ("batch_size", "num_workers")
-# Options the Forecaster sets itself (checkpoints follow run_dir; callbacks are Python objects).
-_MANAGED_TRAINER = ("self", "default_root_dir", "enable_checkpointing", "callbacks")
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,12 +104,13 @@ def trainer_option_names() -> tuple[str, ...]:
     """Keys of the ``trainer`` section: TrainingConfig fields, then ``lightning.Trainer`` arguments."""
     import lightning as L
 
+    from forecast.options import MANAGED_TRAINER_ARGUMENTS  # checkpoints follow run_dir; callbacks are objects
     from forecast.training import TrainingConfig
 
     training = [f.name for f in dataclasses.fields(TrainingConfig)
                 if f.name not in ("seed", "extra_trainer_options", *_LOADER)]
     trainer = [name for name in inspect.signature(L.Trainer.__init__).parameters
-               if name not in (*_MANAGED_TRAINER, *training, *_LOADER)]
+               if name not in (*MANAGED_TRAINER_ARGUMENTS, *training, *_LOADER)]
     return (*training, *trainer)
 
 

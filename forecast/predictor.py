@@ -30,6 +30,7 @@ from torch import nn
 import forecast
 from forecast import datasets as registry
 from forecast.data import FutureBatch, WindowDataModule
+from forecast.data.datamodule import require_table
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.panel import Panel
@@ -68,11 +69,7 @@ def resolve_table(data: Table) -> Table:
     """A registered dataset name becomes its frame; frames, series and paths pass through."""
     if isinstance(data, str) and registry.find(data) is not None:
         return registry.load(data)
-    if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
-        raise ConfigError(
-            f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a CSV "
-            f"path or a registered dataset name {registry.names()}."
-        )
+    require_table(data)
     return data
 
 
@@ -492,7 +489,8 @@ class Predictor:
     def load(cls, path: str | os.PathLike[str], config: Mapping[str, Any], model_options: Mapping[str, Any],
              new_module: Callable[[ForecastModel, FittedState], ForecastModule]) -> Predictor:
         """The predictor saved in ``path``, whose ``config.json`` holds ``config``; the model is built with
-        ``model_options`` and wrapped by ``new_module`` (the estimator's, with its training settings).
+        ``model_options`` and wrapped by ``new_module`` (:meth:`ForecasterOptions.new_module
+        <forecast.options.ForecasterOptions.new_module>`, with the training settings).
 
         The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
         pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`.

@@ -28,7 +28,7 @@ from forecast.data.dataset import WindowDataset
 from forecast.data.fitted import FittedState, FutureBatch
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
-from forecast.data.sampling import window_loader
+from forecast.data.sampling import trainer_processes, window_loader
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders, window_count
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
 from forecast.errors import ChecksumError, ConfigError, DataError
@@ -91,6 +91,15 @@ def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
         )
         split_dates[name] = np.concatenate([_wall_clock(series.dates[span]) for series, span in zip(panel.series, pick)])
     return datasets, split_dates
+
+
+def require_table(data: object) -> None:
+    """ConfigError unless ``data`` is a kind of table the package reads: a DataFrame, a Series, a path or a name."""
+    if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
+        raise ConfigError(
+            f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a "
+            f"CSV path or a registered dataset name {registry.names()}."
+        )
 
 
 def _registered_frame_info(frame: pd.DataFrame) -> registry.DatasetInfo | None:
@@ -198,6 +207,27 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
                      datasets=datasets, split_dates=split_dates)
 
 
+def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``(x_dates [N, L], y_dates [N, label_len+P])``: the timestamps of every window of ``split``."""
+    starts = prepared.datasets[split].starts.numpy()  # [N]
+    rows = prepared.split_dates[split]  # [T_split]
+    x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
+    y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
+    return x_dates, y_dates
+
+
+def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> None:
+    """DataError unless a checkpoint's data state ``state_dict`` is the one ``prepared`` was scaled with."""
+    saved = FittedState.from_state_dict(state_dict)
+    if saved.state_dict() != prepared.fitted.state_dict():
+        raise DataError(
+            f"{prepared.series.source}: the checkpoint was fitted on other data (variables "
+            f"{list(saved.input_columns)!r}, freq {saved.freq}, windows {saved.seq_len}/{saved.label_len}/"
+            f"{saved.pred_len}, or other train-row scaling). Fix: resume with the data and split the run was "
+            "fitted on, or start a new run directory."
+        )
+
+
 class WindowDataModule(L.LightningDataModule):
     """Forecasting windows of a DataFrame, a CSV path or a registered dataset name.
 
@@ -255,11 +285,7 @@ class WindowDataModule(L.LightningDataModule):
         static_covariates: Sequence[Hashable] = (),
     ) -> None:
         super().__init__()
-        if not isinstance(data, (pd.DataFrame, pd.Series, str, os.PathLike)):
-            raise ConfigError(
-                f"data of type {type(data).__name__}; Fix: pass a DataFrame, a Series indexed by timestamps, a "
-                f"CSV path or a registered dataset name {registry.names()}."
-            )
+        require_table(data)
         self.config = DataConfig(
             seq_len=seq_len, label_len=label_len, pred_len=pred_len, features=features, target=target, freq=freq,
             time_encoding=time_encoding, batch_size=batch_size, eval_batch_size=eval_batch_size,
@@ -436,15 +462,8 @@ class WindowDataModule(L.LightningDataModule):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume from a checkpoint: DataError unless its data state is this module's (same variables,
         frequency, windows and train-row scaling), so a run never resumes on data it was not fitted on."""
-        if not state_dict:  # a checkpoint written before the data state was saved
-            return
-        saved = FittedState.from_state_dict(state_dict)
-        if saved.state_dict() != self.fitted.state_dict():
-            raise DataError(
-                f"{self.source}: the checkpoint was fitted on other data (variables {list(saved.input_columns)!r}, "
-                f"freq {saved.freq}, windows {saved.seq_len}/{saved.label_len}/{saved.pred_len}, or other train-row "
-                "scaling). Fix: resume with the data and split the run was fitted on, or start a new run directory."
-            )
+        if state_dict:  # empty in a checkpoint written before the data state was saved
+            _check_resumed_state(state_dict, self._state())
 
     # ---------------------------------------------------------------- timestamps
 
@@ -454,13 +473,7 @@ class WindowDataModule(L.LightningDataModule):
         datetime64 arrays (wall-clock time for time-zone-aware series); a panel's windows each in
         their own series' time.
         """
-        name = self._split_name(split)
-        cfg = self.config
-        starts = self._state().datasets[name].starts.numpy()  # [N]
-        rows = self._state().split_dates[name]  # [T_split]
-        x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
-        y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
-        return x_dates, y_dates
+        return _window_dates(self._state(), self._split_name(split), self.config)
 
     def forecast_timestamps(self, split: str) -> np.ndarray:
         """datetime64 ``[N, P]``: the timestamps of the P forecast steps of every window."""
@@ -476,16 +489,8 @@ class WindowDataModule(L.LightningDataModule):
 
     # --------------------------------------------------------------- dataloaders
 
-    def _processes(self) -> tuple[int, int]:
-        """(number of data-parallel processes, this process's rank) of the attached trainer."""
-        trainer = getattr(self, "trainer", None)
-        shards = trainer.distributed_sampler_kwargs if trainer is not None else None
-        if not shards:
-            return 1, 0
-        return int(shards["num_replicas"]), int(shards["rank"])
-
     def _loader(self, split: str, *, train: bool) -> DataLoader:
-        replicas, rank = self._processes()
+        replicas, rank = trainer_processes(getattr(self, "trainer", None))
         return window_loader(self.dataset(split), self.config, train=train, split=split, num_replicas=replicas,
                              rank=rank)
 

@@ -107,6 +107,15 @@ def eval_sampler(dataset: Dataset, num_replicas: int, rank: int, *, split: str) 
     return UnrepeatedDistributedSampler(dataset, num_replicas=num_replicas, rank=rank, shuffle=False)
 
 
+def trainer_processes(trainer: Any) -> tuple[int, int]:
+    """(number of data-parallel processes, this process's rank) of a Lightning ``trainer``; ``(1, 0)``
+    without one, or with a strategy that does not shard the data."""
+    shards = trainer.distributed_sampler_kwargs if trainer is not None else None
+    if not shards:
+        return 1, 0
+    return int(shards["num_replicas"]), int(shards["rank"])
+
+
 def window_loader(dataset: Dataset, config: DataConfig, *, train: bool, split: str, num_replicas: int = 1,
                   rank: int = 0) -> DataLoader:
     """The loader of one split's windows under ``config``: shuffled and resumable for training
