@@ -87,7 +87,8 @@ def make_panel(n_series: int = 300, seed: int = 0, *, min_length: int = 500, max
 
 
 def wide_to_long(dataset: str) -> pd.DataFrame:
-    """A registered wide dataset as a panel: one series per variable, rows sorted by series, then time."""
+    """A registered wide dataset as a panel: one series per variable, its rows grouped by series in the
+    wide table's column order (not sorted by name), each series in the table's (time) order."""
     from forecast import datasets
 
     frame = datasets.load(dataset)

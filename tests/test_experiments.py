@@ -490,3 +490,34 @@ def test_the_synthetic_panel_has_series_of_their_own_and_the_promotion_lift_it_s
     assert (promoted >= 24).mean() > 0.6 and 0.05 < panel["promo"].mean() < 0.2
     assert script.main(["--series", "3", "--output", str(tmp_path / "p.csv"), "--params", str(tmp_path / "t.csv")]) == 0
     assert pd.read_csv(tmp_path / "p.csv")["unique_id"].nunique() == 3 and len(pd.read_csv(tmp_path / "t.csv")) == 3
+
+
+def test_from_wide_writes_each_column_as_a_series_of_its_own_in_the_long_format(tmp_path, monkeypatch):
+    from forecast import datasets
+    from forecast.data import prepare_panel
+
+    script = load_script("make_panel")
+    dates = pd.date_range("2016-07-01", periods=20, freq="h")
+    columns = ["MT_320", "MT_001", "OT"]  # not in alphabetical order, as ETTh1's and electricity's are not
+    values = np.random.default_rng(0).integers(-400, 400, size=(20, 3)) / 8  # exact in a CSV round trip
+    wide = pd.DataFrame(values, columns=columns).assign(date=dates.strftime("%Y-%m-%d %H:%M:%S"))
+    wide[["date", *columns]].to_csv(tmp_path / "electricity.csv", index=False)
+    # A registered name resolves to this tiny file (the real one is checksummed: verify=False).
+    real_load = datasets.load
+    monkeypatch.setattr(datasets, "load", lambda name: real_load(name, path=tmp_path / "electricity.csv", verify=False))
+    output = tmp_path / "electricity_panel.csv"
+    assert script.main(["--from-wide", "electricity", "--output", str(output)]) == 0
+    long = pd.read_csv(output, parse_dates=["ds"])
+    assert list(long.columns) == ["unique_id", "ds", "y"]
+    assert len(long) == 20 * 3 and not long.duplicated(["unique_id", "ds"]).any()  # one row per (id, date)
+    # Grouped by series in the wide table's column order (kept: the series order of ETTh1_panel), each in time order.
+    assert list(long["unique_id"].unique()) == columns
+    assert list(long["unique_id"]) == [column for column in columns for _ in dates]
+    for column in columns:
+        rows = long[long["unique_id"] == column]
+        assert list(rows["ds"]) == list(dates)  # the dates as they were, in order
+        assert rows["y"].tolist() == wide[column].tolist()  # the wide cells, exactly
+    panel = prepare_panel(output, id_column="unique_id", date_column="ds", target="y")
+    assert [series.id for series in panel.series] == columns and panel.freq == pd.tseries.frequencies.to_offset("h")
+    for series, column in zip(panel.series, columns):
+        assert series.dates.equals(dates) and np.array_equal(series.target, wide[column].to_numpy())
