@@ -24,9 +24,13 @@ YAML configs with ``model``, ``data`` and ``trainer`` sections (``--config``, re
 files win), then any option as ``--section.key value``, e.g. ``--model.d_model 64``,
 ``--data.batch_size 16``, ``--trainer.max_epochs 1``, ``--seed 3``. ``forecast fit --help`` lists
 every option of the model the config names, of the data, of the training and every
-``lightning.Trainer`` argument, with its type and default; each value is checked against its type as
-it is parsed, ``--print_config`` (which shows the result) included, and an unknown option fails with
-the closest name and the valid ones. Config files are described in :mod:`forecast.config`.
+``lightning.Trainer`` argument, with its type and the default the run gets under the recipe in
+effect (the config's ``recipe:`` or ``--recipe``, default ``improved``; the options the recipe sets
+say so); each value is checked against its type as it is parsed, ``--print_config`` included, and an
+unknown option fails with the closest name and the valid ones. ``--print_config`` (every config
+command) prints the config as given, then what the recipe and the defaults fill in as comments
+(:func:`forecast.config.describe_config`), so the printed text, fed back, names the same run.
+Config files are described in :mod:`forecast.config`.
 ``splits`` takes the same data options (:func:`forecast.config.add_data_arguments`) without the
 ``data.`` prefix.
 
@@ -105,7 +109,10 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
     config, given = parse_config([], tokens, prog=f"forecast {command}", add_arguments=add_flags,
                                  description=f"{COMMAND_HELP[command]}. Options come from YAML files (--config, "
                                              "repeatable) and flags (--model.d_model 64, --data.batch_size 16, "
-                                             "--trainer.max_epochs 1, --seed 3, --run_dir DIR); later ones win.")
+                                             "--trainer.max_epochs 1, --seed 3, --run_dir DIR); later ones win. "
+                                             "The defaults listed are those of the recipe in effect (the "
+                                             "config's recipe: or --recipe); --print_config shows the config "
+                                             "and, as comments, what the recipe and defaults fill in.")
     return config, {name: given.get(name, default) for name, _, default, _ in flags}
 
 
@@ -121,12 +128,17 @@ def _table(frame: pd.DataFrame) -> str:
     return frame.to_string(float_format="{:.4f}".format)
 
 
+def _print_config(command: str, tokens: list[str]) -> int:
+    """``--print_config``: the config as given, then what the recipe and the defaults fill in, as comments."""
+    from forecast.config import describe_config
+
+    config, _ = _config(command, [token for token in tokens if token.partition("=")[0] not in _PRINT_CONFIG])
+    print(describe_config(config), end="")
+    return 0
+
+
 def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
-    print_config = any(token in _PRINT_CONFIG for token in tokens)
-    config, _ = _config("fit", [token for token in tokens if token not in _PRINT_CONFIG])
-    if print_config:
-        print(config.to_yaml(), end="")
-        return 0
+    config, _ = _config("fit", tokens)
     run_dir = _run_dir(config, must_exist=False)
     forecaster = config.forecaster()
     print(f"fitting {config.model} on {config.dataset} ({config.data['features']}, "
@@ -364,7 +376,13 @@ def _config_command(commands: argparse._SubParsersAction, name: str, run: Comman
     # Every token (--help included) goes to the typed config parser of forecast.config, which lists and
     # checks every option of the model the config names.
     parser = commands.add_parser(name, help=COMMAND_HELP[name], add_help=False, allow_abbrev=False)
-    parser.set_defaults(run=run)
+
+    def run_or_print(args: argparse.Namespace, tokens: list[str]) -> int:
+        if any(token.partition("=")[0] in _PRINT_CONFIG for token in tokens):
+            return _print_config(name, tokens)
+        return run(args, tokens)
+
+    parser.set_defaults(run=run_or_print)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,9 +27,13 @@ the dataclass field it fills (``InformerConfig``, ``DataConfig``, ``TrainingConf
 ``lightning.Trainer`` argument: ``--trainer.max_epochs 1`` is an integer, ``--model.stack
 [3,2,1]`` a list, ``--model.d_model sixteen`` an error, and ``--data.target no`` the string
 ``no``. ``forecast fit --help`` lists every option of the model the config names with its type
-and default. Unknown sections and keys fail with the closest name and the list of valid ones.
+and the default the run gets: the recipe in effect (the config's ``recipe:``, ``--recipe``, default
+``improved``) over the model's and TrainingConfig's own defaults, each option the recipe sets marked
+so. Unknown sections and keys fail with the closest name and the list of valid ones.
 Only the options given are kept: the recipe fills in the rest when a Forecaster or an
-Experiment is built, and a results key names what was chosen, not every default.
+Experiment is built, and a results key names what was chosen, not every default. So
+``--print_config`` (:func:`describe_config`) prints the options given as the config, then what the
+recipe and the defaults fill in as YAML comments: fed back, it is the same config and the same run.
 
 A :class:`RunConfig` builds a :class:`~forecast.Forecaster` (the console script's
 ``fit``/``validate``/``test``/``predict``) or an :class:`~forecast.experiment.Experiment`
@@ -59,7 +63,7 @@ import yaml
 from forecast import datasets as registry
 from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
-from forecast.recipes import DEFAULT_RECIPE, get_recipe
+from forecast.recipes import DEFAULT_RECIPE, RECIPES, get_recipe
 
 __all__ = [
     "CONFIG_NAME",
@@ -67,6 +71,7 @@ __all__ = [
     "add_data_arguments",
     "config_parser",
     "data_option_names",
+    "describe_config",
     "load_config",
     "parse_config",
     "read_yaml",
@@ -139,7 +144,8 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
 # Top-level keys of the config besides the sections, with their types for the parser.
 _TOP_LEVEL_TYPES: dict[str, tuple[Any, Any, str]] = {
     "seed": (int, 0, "seeds Python, numpy and torch, the loader's shuffling and quantile sampling"),
-    "recipe": (str, DEFAULT_RECIPE, "the named recipe the options start from (forecast.recipes)"),
+    "recipe": (str, DEFAULT_RECIPE, f"the named recipe the options start from, one of {sorted(RECIPES)} "
+                                    "(forecast.recipes); the defaults listed here are its"),
     "run_dir": (str | None, None, "the run folder (default runs/<run name>)"),
     "quantiles": (list[float] | None, None, "levels of predict's quantile columns"),
     "progress": (bool | None, None, "show Lightning's progress bar (default: in interactive use, a terminal or "
@@ -184,15 +190,17 @@ def _trainer_arguments() -> Iterator[tuple[str, Any, Any]]:
             yield name, _int_before_float(hints.get(name, Any)), parameters[name].default
 
 
-def config_parser(model: str = "informer", *, prog: str = "forecast", description: str | None = None,
-                  add_arguments: Callable[[Any], None] | None = None):
+def config_parser(model: str = "informer", *, recipe: str = DEFAULT_RECIPE, prog: str = "forecast",
+                  description: str | None = None, add_arguments: Callable[[Any], None] | None = None):
     """The typed command-line parser (``jsonargparse``) of a run config whose model is ``model``.
 
     It offers ``--config FILE.yaml`` (repeatable, later files win) and every option of every section
     with its type and default: ``--model.<field>`` of the model's config dataclass, ``--data.<field>``
     of :class:`~forecast.data.DataConfig` (and ``--data.dataset``), ``--trainer.<field>`` of
     :class:`~forecast.training.TrainingConfig` and every ``lightning.Trainer`` argument, and the
-    top-level keys. Values are type-checked as they are parsed (``--model.d_model sixteen`` fails)
+    top-level keys. The defaults are those a run of ``model`` under ``recipe`` gets (:func:`recipe_defaults`
+    over the dataclasses' own); they are only shown (``--help``): :func:`parse_config` keeps the options
+    given. Values are type-checked as they are parsed (``--model.d_model sixteen`` fails)
     and read as YAML 1.2 (``--data.target no`` is the string ``no``). ``add_arguments(parser)`` adds
     a command's own flags.
     """
@@ -218,9 +226,35 @@ def config_parser(model: str = "informer", *, prog: str = "forecast", descriptio
             parser.add_argument(f"--trainer.{name}", type=Any, default=default)
     for name, (annotation, default, help_text) in _TOP_LEVEL_TYPES.items():
         parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
+    _set_recipe_defaults(parser, model, recipe)
     if add_arguments is not None:
         add_arguments(parser)
     return parser
+
+
+def recipe_defaults(model: str, recipe: str) -> dict[str, Any]:
+    """What recipe ``recipe`` (:mod:`forecast.recipes`) sets for a run of ``model``, as dotted option names:
+    ``model.<option>``, ``trainer.<setting>``, and ``data.<setting>`` for the loader's (``batch_size``)."""
+    chosen = get_recipe(recipe)
+    defaults = {f"model.{name}": value for name, value in chosen.options_for(model).items()}
+    for name, value in chosen.training.items():
+        defaults[f"{'data' if name in _LOADER else 'trainer'}.{name}"] = value
+    return defaults
+
+
+def _set_recipe_defaults(parser: Any, model: str, recipe: str) -> None:
+    """The parser's defaults of the options recipe ``recipe`` sets for ``model``, each option's help naming
+    the recipe and its own default; none for an unknown recipe (the config check names it)."""
+    if recipe not in RECIPES:
+        return
+    actions = {action.dest: action for action in parser._actions}
+    defaults = {name: value for name, value in recipe_defaults(model, recipe).items() if name in actions}
+    for name, value in defaults.items():
+        action = actions[name]
+        note = f"recipe {recipe!r} sets it (the option's own default: {action.default!r})".replace("%", "%%")
+        action.help = f"{action.help}; {note}" if action.help else note
+    if defaults:
+        parser.set_defaults(defaults)
 
 
 def add_data_arguments(parser: Any, nested_key: str | None = "data", *, skip: Iterable[str] = ()) -> None:
@@ -247,16 +281,20 @@ def snake_case_flag(token: str) -> str:
     return f"--{name.replace('-', '_')}{equals}{value}"
 
 
-def _named_model(paths: Sequence[Path], tokens: Sequence[str]) -> str:
-    """The model the files and then the tokens (``--config FILE`` included) name last, default
-    ``informer``: the parser offers that model's options."""
-    name = "informer"
+def _named_model_and_recipe(paths: Sequence[Path], tokens: Sequence[str]) -> tuple[str, str]:
+    """The model and the recipe the files and then the tokens (``--config FILE`` included) name last,
+    default ``informer`` and :data:`~forecast.recipes.DEFAULT_RECIPE`: the parser offers that model's
+    options, with the defaults that recipe gives them."""
+    name, recipe = "informer", DEFAULT_RECIPE
 
     def from_file(path: str | os.PathLike[str]) -> None:
-        nonlocal name
-        section = read_yaml(path).get("model")
+        nonlocal name, recipe
+        content = read_yaml(path)
+        section = content.get("model")
         if isinstance(section, Mapping) and isinstance(section.get("name"), str):
             name = section["name"]
+        if isinstance(content.get("recipe"), str):
+            recipe = content["recipe"]
 
     for path in paths:
         from_file(path)
@@ -268,7 +306,9 @@ def _named_model(paths: Sequence[Path], tokens: Sequence[str]) -> str:
             from_file(value)
         elif flag == "--model.name" and value:
             name = value
-    return name
+        elif flag == "--recipe" and value:
+            recipe = value
+    return name, recipe
 
 
 def _tokens(overrides: Iterable[tuple[str, Any]] | Sequence[str]) -> list[str]:
@@ -299,9 +339,10 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
                        for index, token in enumerate(tokens)
                        if token.partition("=")[0] == "--config" and ("=" in token or index + 1 < len(tokens)))]
     source = ", ".join(str(path) for path in files) or "<command line>"
-    model = _named_model(paths, tokens)
+    model, recipe = _named_model_and_recipe(paths, tokens)
     try:
-        parser = config_parser(model, prog=prog, description=description, add_arguments=add_arguments)
+        parser = config_parser(model, recipe=recipe, prog=prog, description=description,
+                               add_arguments=add_arguments)
     except ConfigError as error:
         raise ConfigError(f"{source}: model.name={model!r}: {error}") from None
     try:
@@ -546,6 +587,46 @@ class RunConfig:
             )
         except (ConfigError, TypeError) as error:
             raise ConfigError(f"{self.source}: {error}") from error
+
+
+def describe_config(config: RunConfig) -> str:
+    """``--print_config``'s text: the config (:meth:`RunConfig.to_yaml`: the options given), then, as YAML
+    comments, what else the run takes: the recipe's model options and training settings (each marked so),
+    then the model's, :class:`~forecast.data.DataConfig`'s and :class:`~forecast.training.TrainingConfig`'s
+    own defaults (the defaults ``--help`` lists); the other ``lightning.Trainer`` arguments keep Lightning's.
+
+    Comments, not options: fed back, the text is the same config and names the same run. Written as
+    options, a default would become one given: in the results key and run folder of the run (model and
+    data options are keyed as given), and kept when another recipe is chosen.
+    """
+    from forecast.training import TrainingConfig
+
+    defaults = _plain(config_parser(config.model, recipe=config.recipe).get_defaults().as_dict())
+    from_recipe = recipe_defaults(config.model, config.recipe)
+    given = config.to_mapping()
+    training = {f.name for f in dataclasses.fields(TrainingConfig)}
+    lines = []
+    for section in SECTIONS:
+        rest = {name: value for name, value in (defaults.get(section) or {}).items()
+                if name not in given[section] and name != "name" and (section != "trainer" or name in training)}
+        if rest:
+            lines.append(f"# {section}:")
+        for name, value in rest.items():
+            mark = f"  # recipe {config.recipe}" if f"{section}.{name}" in from_recipe else ""
+            lines.append(f"#   {name}: {_flow_yaml(value)}{mark}")
+    if not lines:
+        return config.to_yaml()
+    return (f"{config.to_yaml()}# Not options of this config: what the run takes besides (recipe {config.recipe!r}, "
+            "then the defaults).\n" + "\n".join(lines) + "\n")
+
+
+def _flow_yaml(value: Any) -> str:
+    """``value`` as one line of YAML (flow style); its text where YAML has no form for it."""
+    try:
+        text = yaml.safe_dump(value, default_flow_style=True, width=float("inf")).strip()
+    except yaml.YAMLError:
+        return str(value)
+    return text.removesuffix("...").strip()
 
 
 def load_config(

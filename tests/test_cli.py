@@ -18,6 +18,7 @@ from forecast import Forecaster
 from forecast.cli import main
 from forecast.config import RunConfig, load_config
 from forecast.errors import ConfigError
+from forecast.recipes import get_recipe
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 300, 32, 16, 8
 TINY = {
@@ -297,11 +298,106 @@ def test_fit_help_lists_every_option_with_its_type(capsys):
                    "--data.split",
                    "--trainer.max_epochs", "--trainer.learning_rate", "--trainer.limit_val_batches", "--seed"):
         assert option in out, option
-    assert "(type: int, default: 512)" in out  # Informer's d_model
+    assert "(type: int, default: 64)" in out  # Informer's d_model under the default recipe, improved
     with pytest.raises(SystemExit):
         main(["fit", "--model.name", "dlinear", "--help"])
     out = capsys.readouterr().out
     assert "--model.kernel_size" in out and "--model.d_model D_MODEL" not in out  # the named model's options
+
+
+def help_defaults(out: str) -> dict[str, str]:
+    """Each option's entry in --help, joined onto one line, by its flag."""
+    entries: dict[str, str] = {}
+    current = None
+    for line in out.splitlines():
+        match = re.match(r"  (--[\w.]+)", line)
+        if match:
+            current = match.group(1)
+            entries[current] = line.strip()
+        elif current is not None and line.startswith("   "):
+            entries[current] += " " + line.strip()
+        else:
+            current = None
+    return {flag: " ".join(text.split()) for flag, text in entries.items()}
+
+
+def shown_default(entries: dict[str, str], flag: str) -> str:
+    return re.search(r"default: ([^()]*)\)$", entries[flag]).group(1)
+
+
+def help_of(capsys, *tokens: str) -> dict[str, str]:
+    with pytest.raises(SystemExit) as stop:
+        main([*tokens, "--help"])
+    assert stop.value.code == 0
+    return help_defaults(capsys.readouterr().out)
+
+
+def test_help_shows_the_defaults_of_the_recipe_in_effect(workdir, capsys):
+    """--help lists the default a run gets: the recipe's (improved unless the config or --recipe names
+    another) over the dataclasses' own, taken from forecast.recipes."""
+    improved = help_of(capsys, "fit")
+    expected = {"--model.d_model": "64", "--trainer.learning_rate": "0.001", "--trainer.max_epochs": "10",
+                "--model.revin": "true", "--model.factor": "5", "--trainer.patience": "3"}
+    assert {flag: shown_default(improved, flag).lower() for flag in expected} == expected
+    assert "recipe 'improved' sets it (the option's own default: 512)" in improved["--model.d_model"]
+    assert "recipe" not in improved["--model.factor"]  # the recipe leaves it: the dataclass's default
+    recipe = get_recipe("improved")
+    for name, value in {**{f"model.{k}": v for k, v in recipe.options_for("informer").items()},
+                        **{f"trainer.{k}": v for k, v in recipe.training.items()}}.items():
+        assert shown_default(improved, f"--{name}") == str(value), name
+    assert shown_default(help_of(capsys, "fit", "--model.name", "logsparse"), "--model.d_model") == "32"
+
+    paper = {"--model.d_model": "512", "--trainer.learning_rate": "0.0001", "--trainer.max_epochs": "6",
+             "--model.revin": "false", "--model.factor": "5", "--trainer.patience": "3"}
+    (workdir / "paper.yaml").write_text(yaml.safe_dump({**TINY, "recipe": "paper"}))
+    for tokens in (["fit", "--recipe", "paper"], ["validate", "--recipe=paper"], ["test", "--config", "paper.yaml"],
+                   ["predict", "--config", "tiny.yaml", "--recipe", "paper"]):
+        entries = help_of(capsys, *tokens)
+        assert {flag: shown_default(entries, flag).lower() for flag in paper} == paper, tokens
+        assert not any("recipe 'paper' sets it" in text for text in entries.values())
+    # a later --recipe wins over the file's, as it does for the run
+    assert shown_default(help_of(capsys, "fit", "--config", "paper.yaml", "--recipe", "improved"),
+                         "--model.d_model") == "64"
+
+
+def test_the_recipe_defaults_shown_are_no_options_given(workdir):
+    """Only the options given are kept (the recipe fills in the rest), and they win over the recipe."""
+    config = load_config("tiny.yaml")
+    assert config.model_options == {k: v for k, v in TINY["model"].items() if k != "name"}
+    assert config.trainer == TINY["trainer"]
+    assert config.experiment().model_options["d_model"] == 16  # given, over the recipe's 64
+    assert config.experiment().model_options["revin"] is True  # the recipe's
+    bare = load_config([], ["--model.name", "informer", "--data.dataset", "toy.csv"])
+    assert bare.model_options == {} and bare.trainer == {}
+    assert bare.experiment().training.max_epochs == 10 and bare.experiment().model_options["d_model"] == 64
+    paper = load_config([], ["--model.name", "informer", "--data.dataset", "toy.csv", "--recipe", "paper"])
+    assert paper.model_options == {} and paper.experiment().training.max_epochs == 6
+
+
+@pytest.mark.parametrize("recipe", [[], ["--recipe", "paper"]])
+def test_print_config_fed_back_is_the_same_run(workdir, capsys, recipe):
+    """--print_config prints the options given, then what the recipe and the defaults fill in as comments:
+    fed back, the same config, run folder and results key (no default turns into an option given)."""
+    tokens = ["--config", "tiny.yaml", "--trainer.max_epochs", "2", *recipe]
+    assert main(["fit", *tokens, "--print_config"]) == 0
+    printed = capsys.readouterr().out
+    (workdir / "printed.yaml").write_text(printed)
+    original, again = load_config([], tokens), load_config("printed.yaml")
+    assert again.to_mapping() == original.to_mapping()
+    assert again.resolved_run_dir() == original.resolved_run_dir()
+    assert again.experiment().key() == original.experiment().key()
+    assert "revin" not in yaml.safe_load(printed)["model"]  # shown as a comment, not given
+    if recipe:
+        assert "#   revin: false\n" in printed and "#   calibrate_scale: false\n" in printed
+    else:
+        assert "#   revin: true  # recipe improved\n" in printed
+        assert "#   calibrate_scale: true  # recipe improved\n" in printed
+    assert "#   max_epochs" not in printed and "  d_model: 16\n" in printed  # given: printed as options
+    assert main(["fit", "--config", "printed.yaml", "--print-config"]) == 0
+    assert capsys.readouterr().out == printed
+    assert main(["validate", *tokens, "--print_config"]) == 0  # every config command prints the same
+    assert capsys.readouterr().out == printed
+    assert not (workdir / "runs").exists()
 
 
 @pytest.mark.parametrize(("change", "message"), [
