@@ -33,7 +33,9 @@ from typing import Any
 from lightning.pytorch.callbacks import Callback
 
 import forecast
+from forecast import datasets
 from forecast.api import Forecaster
+from forecast.data import DataConfig
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
 from forecast.recipes import DEFAULT_RECIPE, get_recipe, training_differences
@@ -43,6 +45,8 @@ from forecast.training import TrainingConfig, device_description, git_commit, te
 __all__ = ["Experiment", "dataset_label", "run_experiment"]
 
 log = logging.getLogger(__name__)
+
+_DEFAULT_TIME_ENCODING = DataConfig.time_encoding  # "timeF": left out of a run's key
 
 
 def dataset_label(dataset: str) -> str:
@@ -69,7 +73,7 @@ class Experiment:
     pred_len: int
     features: str = "M"
     target: str | None = None
-    time_encoding: str = "timeF"
+    time_encoding: str = _DEFAULT_TIME_ENCODING
     model_options: Mapping[str, Any] = field(default_factory=dict)
     data_options: Mapping[str, Any] = field(default_factory=dict)
     training: TrainingConfig = field(default_factory=TrainingConfig)
@@ -116,8 +120,16 @@ class Experiment:
     @property
     def data_text(self) -> str:
         """The data options given (a panel's id column and covariates, a split, ...), as sorted JSON: they
-        change what a run learns from, so they belong to its key."""
-        return json.dumps(self.data_options, sort_keys=True, default=str)
+        change what a run learns from, so they belong to its key. So do a target other than a registered
+        dataset's own (any target of a CSV path) and a time encoding other than ``timeF``; the defaults
+        are left out, so the keys of runs that use them stay what they were."""
+        options = dict(self.data_options)
+        info = datasets.find(self.dataset)
+        if self.target is not None and (info is None or self.target != info.target):
+            options["target"] = self.target
+        if self.time_encoding != _DEFAULT_TIME_ENCODING:
+            options["time_encoding"] = self.time_encoding
+        return json.dumps(options, sort_keys=True, default=str)
 
     def key(self) -> dict[str, Any]:
         """The results-row key (:data:`forecast.results.KEY`) of this run."""

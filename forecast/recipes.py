@@ -19,9 +19,11 @@ Two recipes:
   on the validation windows after training.
 
 Options given explicitly always win over the recipe's. A run's identity (results key,
-run folder) holds the recipe's name, the model options after the recipe is applied, and
-every training setting that differs from the TrainingConfig defaults
-(:func:`training_differences`), so two recipes of one model at one window never collide.
+run folder) holds the recipe's name, the model options after the recipe is applied, every
+training setting that differs from the TrainingConfig defaults and every ``lightning.Trainer``
+argument given but those that only log or show (:func:`training_differences`), and the data
+options (:attr:`forecast.experiment.Experiment.data_text`), so two recipes of one model at one
+window never collide and a smoke run never stands for the real one.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Any
 
 from forecast.errors import ConfigError
 
-__all__ = ["DEFAULT_RECIPE", "RECIPES", "Recipe", "RESULT_SETTINGS", "get_recipe", "training_differences"]
+__all__ = ["DEFAULT_RECIPE", "NEUTRAL_TRAINER_ARGUMENTS", "RECIPES", "Recipe", "RESULT_SETTINGS", "get_recipe",
+           "training_differences"]
 
 DEFAULT_RECIPE = "improved"
 
@@ -99,13 +102,27 @@ def get_recipe(name: object) -> Recipe:
     return RECIPES[name]
 
 
-def training_differences(training: Any) -> dict[str, Any]:
-    """The result-changing settings of a TrainingConfig that differ from the TrainingConfig defaults.
+# lightning.Trainer arguments that leave what a run learns alone: what it logs and shows. Every other
+# Trainer argument a run is given (gradient_clip_val, accumulate_grad_batches, max_steps, ...) is part of it.
+NEUTRAL_TRAINER_ARGUMENTS = ("logger", "enable_progress_bar", "enable_model_summary", "log_every_n_steps",
+                             "profiler", "detect_anomaly")
 
-    Part of a run's identity: a smoke run (``max_epochs=1``) never stands for the real run.
+
+def training_differences(training: Any) -> dict[str, Any]:
+    """The result-changing settings of a TrainingConfig that differ from the TrainingConfig defaults,
+    and under ``trainer`` the ``lightning.Trainer`` arguments given (``extra_trainer_options``) but the
+    :data:`NEUTRAL_TRAINER_ARGUMENTS`.
+
+    Part of a run's identity: a smoke run (``max_epochs=1``) never stands for the real run, nor a run
+    with its gradients clipped for one without.
     """
     from forecast.training import TrainingConfig
 
     defaults = TrainingConfig()
-    return {name: getattr(training, name) for name in RESULT_SETTINGS
-            if getattr(training, name) != getattr(defaults, name)}
+    differences = {name: getattr(training, name) for name in RESULT_SETTINGS
+                   if getattr(training, name) != getattr(defaults, name)}
+    trainer = {name: value for name, value in sorted(training.extra_trainer_options.items())
+               if name not in NEUTRAL_TRAINER_ARGUMENTS}
+    if trainer:
+        differences["trainer"] = trainer
+    return differences

@@ -41,6 +41,8 @@ def test_forecaster_defaults_are_the_improved_recipe_and_given_options_win():
     assert fc.training.learning_rate == improved.training["learning_rate"]
     assert fc.training.max_epochs == improved.training["max_epochs"]
     assert fc.config["recipe"] == "improved"
+    assert Forecaster("logsparse").model_options == improved.options_for("logsparse")
+    assert Forecaster("transformer").model_options == improved.options_for("transformer")
     mine = Forecaster("informer", d_model=8, n_heads=2, max_epochs=2, learning_rate=0.5)
     assert mine.model_options["d_model"] == 8 and mine.model_options["revin"] is True
     assert (mine.training.max_epochs, mine.training.learning_rate) == (2, 0.5)
@@ -83,6 +85,44 @@ def test_hardware_and_checkpoint_settings_are_the_same_run():
     real = experiment()
     for setting, value in (("num_workers", 2), ("accelerator", "cpu"), ("checkpoint_every_minutes", 5.0)):
         assert experiment(**{setting: value}).key() == real.key()
+
+
+@pytest.mark.parametrize("argument, value", [("gradient_clip_val", 1.0), ("accumulate_grad_batches", 4),
+                                             ("max_steps", 100)])
+def test_a_trainer_argument_that_changes_learning_is_a_different_run(argument, value):
+    real = experiment()
+    changed = experiment(extra_trainer_options={argument: value})
+    assert changed.key() != real.key() and changed.run_name() != real.run_name()
+    assert json.loads(changed.key()["training"])["trainer"] == {argument: value}
+
+
+def test_trainer_arguments_that_only_log_or_show_are_the_same_run():
+    quiet = {"enable_progress_bar": False, "log_every_n_steps": 5, "logger": False, "enable_model_summary": False}
+    assert experiment(extra_trainer_options=quiet).key() == experiment().key()
+
+
+def test_another_target_or_time_encoding_is_a_different_run_and_the_registered_target_is_the_default():
+    def window(**fields):
+        return Experiment.from_recipe("improved", "informer", {}, {}, dataset="ETTh1", seq_len=96, label_len=48,
+                                      pred_len=96, **fields)
+
+    default = window()
+    assert window(target="OT").key() == default.key()  # ETTh1's registered target, named
+    for changed in (window(target="HUFL"), window(time_encoding="fixed")):
+        assert changed.key() != default.key() and changed.run_name() != default.run_name()
+    assert json.loads(window(target="HUFL", time_encoding="fixed").key()["data"]) == {
+        "target": "HUFL", "time_encoding": "fixed"}
+    csv_run = Experiment("data/sales.csv", "dlinear", 96, 48, 24, target="y")  # a file has no registered target
+    assert json.loads(csv_run.key()["data"]) == {"target": "y"}
+
+
+def test_a_smoke_run_row_never_marks_the_real_run_done(tmp_path):
+    from forecast.results import COLUMNS, append_row, has_row
+
+    real, smoke = experiment(), experiment(max_epochs=1, limit_train_batches=2)
+    results = tmp_path / "ETTh1.csv"
+    append_row(results, {**dict.fromkeys(COLUMNS, ""), **smoke.key(), "mse": 1.0, "mae": 1.0})
+    assert has_row(results, smoke.key()) and not has_row(results, real.key())
 
 
 def test_training_differences_list_every_result_setting_against_the_defaults():
