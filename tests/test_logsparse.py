@@ -460,7 +460,7 @@ def test_cached_steps_give_the_full_pass_states_without_seeing_later_tokens(opti
     model = model_for(s, decoding="autoregressive", head="gaussian", **options).to(dtype).eval()
     x, x_mark, y_mark = inputs(s, dtype=dtype)
     with torch.no_grad():
-        _, lagged, known, marks, series_ids = model._tokens(x, x_mark, y_mark, future=future_values(s, dtype=dtype))
+        _, lagged, known, marks, series_ids = model.layout.tokens(x, x_mark, y_mark, future_values(s, dtype=dtype), model.revin)
         full, _ = model._hidden(lagged, known, marks, series_ids)  # [B', T, D]
         rollout = Rollout(model)
         hidden, cache = rollout.prefill(lagged[:, :prefix], known[:, :prefix], marks[:, :prefix], series_ids)
@@ -638,7 +638,7 @@ def coverage(model: LogSparseTransformer, batches: list[dict[str, torch.Tensor]]
     with torch.no_grad():
         for batch in batches:
             q = model.quantiles(batch["x"], batch["x_mark"], batch["y_mark"], (0.1, 0.9))
-            target = batch["y"][:, -model.spec.pred_len:, model.n_exogenous:]
+            target = batch["y"][:, -model.spec.pred_len:, model.layout.n_exogenous:]
             inside += int(((target >= q[0.1]) & (target <= q[0.9])).sum())
             total += target.numel()
     return inside / total

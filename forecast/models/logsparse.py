@@ -1,8 +1,8 @@
 """LogSparse Transformer (Li et al., NeurIPS 2019): a decoder-only forecaster with
 convolutional causal self-attention and the log-sparse attention pattern.
 
-Tokens. The model reads one token per step of the window and of its horizon,
-``T = L + P`` tokens. Token ``t`` carries the *previous* step's value(s) ``z[t-1]``
+Tokens (:class:`~forecast.models.logsparse_tokens.TokenLayout`). The model reads one token per
+step of the window and of its horizon, ``T = L + P`` tokens. Token ``t`` carries the *previous* step's value(s) ``z[t-1]``
 (or a placeholder where unknown), the calendar features of step ``t``, the sinusoidal
 position ``t`` and, in channel-independent mode, the id of the series; its output is
 the forecast of step ``t`` (a value, or a Gaussian's mean and scale). Every lagged
@@ -66,13 +66,13 @@ from forecast.checks import require_bool, require_choice, require_int, require_l
 from forecast.errors import ConfigError
 from forecast.layers.attention import FullAttention, LogSparseAttention, MultiHeadAttention
 from forecast.layers.blocks import Activation, LinearSkip, PreNormCausalBlock
-from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import validate_logsparse_options
-from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
+from forecast.layers.normalization import Center, ReversibleInstanceNorm, validate_revin_options
 from forecast.models.base import DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
 from forecast.models.logsparse_rollout import Rollout, standard_normal
+from forecast.models.logsparse_tokens import TokenLayout
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
 
@@ -166,15 +166,12 @@ class LogSparseTransformer(ForecastModel):
         config = config or LogSparseConfig()
         self.spec, self.config = spec, config
         independent = config.channels == "independent"
-        self.n_exogenous = spec.c_in - spec.c_out
-        # Per network sequence: V lagged inputs (outputs last) and n_out forecast values.
-        self.n_outputs = 1 if independent else spec.c_out
-        self.n_inputs = self.n_exogenous + 1 if independent else spec.c_in
+        self.layout = TokenLayout(spec, independent=independent, series_ids=config.series_embedding)
         d_model = config.d_model
         self.revin = (ReversibleInstanceNorm(spec.c_in, config.revin_affine, center=config.revin_center,
                                              start=spec.persistence)
                       if config.revin else None)
-        self.value_embedding = nn.Linear(2 * self.n_inputs, d_model)
+        self.value_embedding = nn.Linear(2 * self.layout.n_inputs, d_model)
         self.time_embedding = time_embedding(d_model, spec.n_time_features, spec.time_encoding,
                                              spec.time_feature_sizes, spec.n_known, spec.code_sizes)
         self.position_embedding = PositionalEmbedding(d_model)
@@ -187,7 +184,7 @@ class LogSparseTransformer(ForecastModel):
             for _ in range(config.n_layers)
         )
         self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, self.n_outputs * (2 if config.head == "gaussian" else 1))
+        self.head = nn.Linear(d_model, self.layout.n_outputs * (2 if config.head == "gaussian" else 1))
         self.skip = LinearSkip(spec.seq_len, spec.pred_len) if config.linear_skip else None
         # Multiplies every Gaussian scale; 1 until calibrate_scale fits it on validation windows.
         self.register_buffer("scale_factor", torch.ones(()))
@@ -203,69 +200,6 @@ class LogSparseTransformer(ForecastModel):
         # No output dropout here: the block already drops the attention branch before the
         # residual sum, and a second dropout would drop it at 1 - (1 - p)^2 (0.19 for p = 0.1).
         return MultiHeadAttention(inner, c.d_model, c.n_heads, qk_kernel_size=c.qk_kernel_size)
-
-    # -- inputs ------------------------------------------------------------------------------
-
-    def _layout(self, per_variable: Tensor) -> Tensor:
-        """``[B, T, C_in]`` -> ``[B', T, V]``: one row per series, exogenous inputs first, outputs last."""
-        if self.config.channels == "joint":
-            return per_variable
-        return series_rows(per_variable, self.spec.c_out)  # [B*C_out, T, X + 1]
-
-    def _rows(self, per_window: Tensor) -> Tensor:
-        """Repeat a per-window tensor ``[B, ...]`` for every series row of :meth:`_layout`."""
-        if self.config.channels == "joint":
-            return per_window
-        return per_series(per_window, self.spec.c_out)  # [B*C_out, ...]
-
-    def _unlayout(self, outputs: Tensor, batch: int) -> Tensor:
-        """``[B', T, n_out]`` network outputs -> ``[B, T, C_out]``."""
-        if self.config.channels == "joint":
-            return outputs
-        return merge_series(outputs, batch)  # [B*C_out, T, 1] -> [B, T, C_out]
-
-    def _tokens(
-        self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None
-    ) -> tuple[WindowStats | None, Tensor, Tensor, Tensor, Tensor | None]:
-        """Network inputs of the ``T = L + P`` tokens.
-
-        Returns the window's RevIN statistics (None without ``revin``), lagged values and
-        known flags ``[B', T, V]``, marks ``[B', T, F]`` and series ids ``[B']`` (None
-        without a series embedding).
-
-        ``future [B, P, C_in]`` (teacher forcing) makes the horizon's output variables
-        known; exogenous variables stay placeholders there, as at inference. With
-        ``revin`` the window and ``future`` go through the window's statistics.
-        """
-        stats = self.revin.statistics(x) if self.revin is not None else None
-        if stats is not None:
-            x = self.revin.normalize(x, stats)
-            future = None if future is None else self.revin.normalize(future, stats)
-        batch, length, c_in = x.shape
-        horizon = self.spec.pred_len
-        observed = torch.ones_like(x)  # [B, L, C_in]
-        if future is None:
-            future = x.new_zeros(batch, horizon, c_in)
-            future_known = torch.zeros_like(future)
-        else:
-            unknown_exogenous = future.new_zeros(batch, horizon, self.n_exogenous)
-            known_outputs = future.new_ones(batch, horizon, self.spec.c_out)
-            future_known = torch.cat([unknown_exogenous, known_outputs], dim=-1)  # [B, P, C_in]
-        values = torch.cat([x, future], dim=1)  # [B, T, C_in]
-        known = torch.cat([observed, future_known], dim=1)  # [B, T, C_in]
-        # Token t reads step t - 1; token 0 has no previous step.
-        lagged = F.pad(values[:, :-1], (0, 0, 1, 0))  # [B, T, C_in]
-        lagged_known = F.pad(known[:, :-1], (0, 0, 1, 0))  # [B, T, C_in]
-        marks = torch.cat([x_mark, y_mark[:, y_mark.shape[1] - horizon :]], dim=1)  # [B, T, F]
-        series_ids = None
-        if self.series_embedding is not None:
-            series_ids = torch.arange(self.spec.c_out, device=x.device).repeat(batch)  # [B*C_out]
-        return stats, self._layout(lagged), self._layout(lagged_known), self._rows(marks), series_ids
-
-    def _outputs(self, values: Tensor, batch: int, stats: WindowStats | None) -> Tensor:
-        """Network values ``[B', T, n_out]`` -> ``[B, T, C_out]`` in the input's units (RevIN inverted)."""
-        values = self._unlayout(values, batch)
-        return values if stats is None else self.revin.denormalize(values, stats)
 
     # -- network -----------------------------------------------------------------------------
 
@@ -321,17 +255,17 @@ class LogSparseTransformer(ForecastModel):
         teacher-forced.
         """
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark, future)
-        stats, *tokens = self._tokens(x, x_mark, y_mark, future)
+        stats, *tokens = self.layout.tokens(x, x_mark, y_mark, future, self.revin)
         mean, scale = self._predict(*tokens)
         if self.skip is not None:
-            window = self._layout(x if stats is None else self.revin.normalize(x, stats))  # [B', L, V]
-            horizon = self.skip(window[..., window.shape[2] - self.n_outputs:])  # [B', P, n_out]
+            window = self.layout.rows(x if stats is None else self.revin.normalize(x, stats))  # [B', L, V]
+            horizon = self.skip(window[..., window.shape[2] - self.layout.n_outputs:])  # [B', P, n_out]
             mean = torch.cat([mean[:, : x.shape[1]], mean[:, x.shape[1]:] + horizon], dim=1)  # [B', T, n_out]
         batch = x.shape[0]
         if scale is not None:
-            scale = self._unlayout(scale, batch)
+            scale = self.layout.merge(scale, batch)
             scale = scale if stats is None else self.revin.denormalize_scale(scale, stats)
-        return StepPrediction(self._outputs(mean, batch, stats), scale)
+        return StepPrediction(self.layout.outputs(mean, batch, stats, self.revin), scale)
 
     def attention_weights(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> list[object]:
         """Per-layer attention weights over the one-shot token sequence (for plotting).
@@ -341,7 +275,7 @@ class LogSparseTransformer(ForecastModel):
         and the dense reference. Rows are series in channel-independent mode (``B * C_out``).
         """
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
-        _, *tokens = self._tokens(x, x_mark, y_mark)
+        _, *tokens = self.layout.tokens(x, x_mark, y_mark, revin=self.revin)
         _, weights = self._hidden(*tokens, need_weights=True)
         return weights
 
@@ -374,7 +308,7 @@ class LogSparseTransformer(ForecastModel):
             first = first if self.revin is not None else 1
         else:
             prediction = self.step_outputs(x, x_mark, y_mark)
-        target = torch.cat([x, future], dim=1)[:, first:, self.n_exogenous :]  # [B, T - first, C_out]
+        target = torch.cat([x, future], dim=1)[:, first:, self.layout.n_exogenous :]  # [B, T - first, C_out]
         mean = prediction.mean[:, first:]
         if prediction.scale is None:
             return loss_fn(mean, target)
@@ -417,7 +351,7 @@ class LogSparseTransformer(ForecastModel):
         errors = []
         for batch in batches:
             prediction = self.step_outputs(*model_inputs(self.spec, batch))
-            target = batch["y"][:, -horizon:, self.n_exogenous:]  # [B, P, C_out]
+            target = batch["y"][:, -horizon:, self.layout.n_exogenous:]  # [B, P, C_out]
             z = (target - prediction.mean[:, -horizon:]) / prediction.scale[:, -horizon:]
             errors.append(z.abs().flatten())
         errors = torch.cat(errors)

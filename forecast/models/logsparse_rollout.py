@@ -54,9 +54,10 @@ class Rollout:
                  generator: torch.Generator | None = None) -> Tensor:
         """The model's autoregressive forecast ``[B, P, C_out]`` of a batch: its means fed back, or a draw
         when ``draw``, made on the normalized scale and mapped back with the window's statistics."""
-        stats, *tokens = self.model._tokens(x, x_mark, y_mark)
+        model = self.model
+        stats, *tokens = model.layout.tokens(x, x_mark, y_mark, revin=model.revin)
         fed_back = self(*tokens, draw, generator)  # [B', P, n_out]
-        return self.model._outputs(fed_back, x.shape[0], stats)  # [B', P, n_out] -> [B, P, C_out]
+        return model.layout.outputs(fed_back, x.shape[0], stats, model.revin)  # [B', P, n_out] -> [B, P, C_out]
 
     def paths(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, n_samples: int,
               generator: torch.Generator | None = None, chunk_size: int | None = None) -> Tensor:
@@ -106,7 +107,7 @@ class Rollout:
 
     def _exogenous_pad(self) -> tuple[int, int]:
         """Left padding of a fed-back value to a token's inputs: exogenous inputs stay unknown over the horizon."""
-        return self.model.n_inputs - self.model.n_outputs, 0
+        return self.model.layout.n_inputs - self.model.layout.n_outputs, 0
 
     def _uncached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
                   generator: torch.Generator | None) -> Tensor:
