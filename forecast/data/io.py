@@ -409,9 +409,15 @@ def _extract_dates(
     )
 
 
-def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Origin) -> None:
+def _step_faults(dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
+    """``(backwards, repeated)``: the steps ``i`` (from row i to row i+1) whose timestamp goes back, and
+    those whose timestamp repeats."""
     steps = dates[1:] - dates[:-1]
-    backwards = np.flatnonzero(steps < pd.Timedelta(0))
+    return np.flatnonzero(steps < pd.Timedelta(0)), np.flatnonzero(steps == pd.Timedelta(0))
+
+
+def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Origin) -> None:
+    backwards, repeated = _step_faults(dates)
     if backwards.size:
         row = int(backwards[0]) + 1
         raise UnsortedTimestampError(
@@ -419,7 +425,6 @@ def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Ori
             f"followed by {dates[row]} ({backwards.size} such places). "
             "Fix: sort the rows by date first (df.sort_values(date_column))."
         )
-    repeated = np.flatnonzero(steps == pd.Timedelta(0))
     if repeated.size and not allow_duplicates:
         row = int(repeated[0]) + 1
         raise DuplicateTimestampError(

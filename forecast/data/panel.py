@@ -37,6 +37,7 @@ from forecast.data.io import (
     _infer_offset,
     _numeric_values,
     _off_grid,
+    _step_faults,
     parse_dates,
     read_table,
 )
@@ -133,8 +134,7 @@ def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, orig
     window's steps must be one frequency step apart within its series).
     """
     by_series = f"[{id_column!r}, {date_column!r}]"
-    steps = dates[1:] - dates[:-1]
-    backwards = np.flatnonzero(steps < pd.Timedelta(0))
+    backwards, repeated = _step_faults(dates)
     if backwards.size:
         row = int(backwards[0]) + 1
         raise UnsortedTimestampError(
@@ -142,7 +142,6 @@ def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, orig
             f"({origin.row(row - 1)}) is followed by {dates[row]} ({backwards.size} such places in this series). "
             f"Fix: sort the rows by series, then date: df.sort_values({by_series})."
         )
-    repeated = np.flatnonzero(steps == pd.Timedelta(0))
     if repeated.size:
         row = int(repeated[0]) + 1
         raise DuplicateTimestampError(

@@ -176,7 +176,7 @@ class LogSparseTransformer(ForecastModel):
                                              spec.time_feature_sizes, spec.n_known, spec.code_sizes)
         self.position_embedding = PositionalEmbedding(d_model)
         self.series_embedding = (
-            nn.Embedding(spec.c_out, d_model) if independent and config.series_embedding else None
+            nn.Embedding(spec.c_out, d_model) if self.layout.series_ids else None
         )
         self.dropout = Dropout(config.dropout)
         self.blocks = nn.ModuleList(
