@@ -15,8 +15,9 @@ Two recipes:
   (experiments/README.md, "Choosing the improved recipe", says how: on validation loss only), a
   linear map from each series' window to its horizon added to the network's forecast
   (``linear_skip``, :class:`~forecast.layers.blocks.LinearSkip`),
-  Adam at 1e-3 halved every epoch for at most 10 epochs, and a Gaussian head's scale fitted
-  on the validation windows after training.
+  Adam at 1e-3 halved every epoch for at most 10 epochs; after training, the share of the
+  network's correction to RevIN's centre that is kept and a Gaussian head's scale, both fitted
+  on the validation windows (``calibrate_correction``, ``calibrate_scale``).
 
 Options given explicitly always win over the recipe's. A run's identity (results key,
 run folder) holds the recipe's name, the model options after the recipe is applied, every
@@ -41,7 +42,8 @@ DEFAULT_RECIPE = "improved"
 
 # TrainingConfig fields that change what a run learns; hardware, workers and checkpointing do not.
 RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
-                   "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "ema_decay")
+                   "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "calibrate_correction",
+                   "ema_decay")
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,9 @@ _LOGSPARSE = {"revin": True, "revin_center": "persistence", "channels": "indepen
 IMPROVED = Recipe(
     "improved",
     "Reversible instance normalization on every neural model, sizes and channel mode chosen on validation "
-    "windows, Adam 1e-3 halved every epoch, at most 10 epochs, patience 3; a Gaussian head's scale fitted on "
-    "the validation windows after training.",
-    training={"learning_rate": 1e-3, "max_epochs": 10, "calibrate_scale": True},
+    "windows, Adam 1e-3 halved every epoch, at most 10 epochs, patience 3; after training, the share of the "
+    "network's correction to RevIN's centre kept and a Gaussian head's scale, both fitted on the validation windows.",
+    training={"learning_rate": 1e-3, "max_epochs": 10, "calibrate_scale": True, "calibrate_correction": True},
     model_options={
         "informer": _INFORMER,
         "transformer": _INFORMER,

@@ -61,9 +61,11 @@ class TrainingConfig:
     ``ema_decay``: keep an exponential moving average of the weights, updated after every
     optimizer step (Lightning's ``EMAWeightAveraging``): validation, early stopping, the best
     checkpoint and the weights kept are the average's.
-    ``calibrate_scale``: after training, a model that can (``model.calibratable``,
-    :class:`~forecast.models.base.ForecastModel`) fits its predictive scale on the
-    validation windows (:func:`calibrate_on_validation`); the ``improved`` recipe turns it on.
+    ``calibrate_correction``: after training, a model that can (``model.correctable``: RevIN on)
+    fits how much of its network's correction to the window's centre to keep, by least squares on
+    the validation windows (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`).
+    ``calibrate_scale``: then a model that can (``model.calibratable``) fits its predictive scale
+    on them. Both are :func:`calibrate_on_validation`; the ``improved`` recipe turns both on.
     """
 
     max_epochs: int = 6
@@ -85,6 +87,7 @@ class TrainingConfig:
     checkpoint_every_minutes: float | None = None
     compile_model: bool = False
     calibrate_scale: bool = False
+    calibrate_correction: bool = False
     ema_decay: float | None = None
     extra_trainer_options: dict[str, Any] = field(default_factory=dict)
 
@@ -100,6 +103,7 @@ class TrainingConfig:
             raise ConfigError(f"strategy={self.strategy!r}; Fix: a Lightning strategy name such as 'auto' or 'ddp'.")
         require_bool("compile_model", self.compile_model)
         require_bool("calibrate_scale", self.calibrate_scale)
+        require_bool("calibrate_correction", self.calibrate_correction)
         if self.ema_decay is not None:
             require_real("ema_decay", self.ema_decay, low=0, high=1, low_open=True, high_open=True,
                          hint="None: no weight averaging; e.g. 0.99 averages over about the last 100 steps")
@@ -491,28 +495,33 @@ def last_checkpoint(run_dir: str | os.PathLike) -> Path | None:
     return path
 
 
-def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: TrainingConfig) -> float | None:
-    """The recipe's last step: fit a probabilistic model's scale on the validation windows.
-
-    Runs when ``config.calibrate_scale`` is on and the model is ``calibratable`` (the one-shot
-    Gaussian LogSparse); returns the factor applied, or None. The model is evaluated in eval
-    mode on its own device.
-    """
-    if not (config.calibrate_scale and model.calibratable):
-        if config.calibrate_scale and model.probabilistic:
-            log.info("%s has no predictive scale to calibrate; its distribution is used as trained",
-                     type(model).__name__)
-        return None
+def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: TrainingConfig) -> None:
+    """The recipe's last steps, on the validation windows, in eval mode on the model's own device:
+    with ``config.calibrate_correction`` a ``correctable`` model fits the share of its correction it
+    keeps, then with ``config.calibrate_scale`` a ``calibratable`` one (the one-shot Gaussian LogSparse)
+    fits its predictive scale around that forecast. Each is logged."""
+    correct = config.calibrate_correction and model.correctable
+    scale = config.calibrate_scale and model.calibratable
+    if config.calibrate_scale and model.probabilistic and not model.calibratable:
+        log.info("%s has no predictive scale to calibrate; its distribution is used as trained", type(model).__name__)
+    if not (correct or scale):
+        return
     device = next(model.parameters()).device
-    batches = ({name: tensor.to(device) for name, tensor in batch.items()} for batch in datamodule.val_dataloader())
+
+    def batches() -> Iterator[dict[str, torch.Tensor]]:
+        return ({name: tensor.to(device) for name, tensor in batch.items()} for batch in datamodule.val_dataloader())
+
     was_training = model.training
     model.eval()
     try:
-        factor = model.calibrate_scale(batches)
+        if correct:
+            log.info("kept %.3f of the network's correction to the window's centre, fitted on the validation "
+                     "windows", model.fit_correction_weight(batches()))
+        if scale:
+            log.info("calibrated the predictive scale on the validation windows: x%.3f",
+                     model.calibrate_scale(batches()))
     finally:
         model.train(was_training)
-    log.info("calibrated the predictive scale on the validation windows: x%.3f", factor)
-    return factor
 
 
 class BestWeights(Callback):

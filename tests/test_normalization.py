@@ -354,6 +354,101 @@ def test_the_linear_skip_needs_one_shot_decoding():
         build_model("informer", spec(), linear_skip="yes")
 
 
+# ----------------------------------------------------------------------------- correction weight
+
+# Every model whose forecast is RevIN's centre plus a correction (with a linear skip where it has one).
+CORRECTABLE = [
+    ("informer", {"linear_skip": True}), ("informer", {"channels": "independent", "linear_skip": True}),
+    ("transformer", {}), ("logsparse", {"linear_skip": True}), ("logsparse", {"head": "gaussian"}),
+    ("dlinear", {}),
+]
+
+
+def correctable(name: str, s: DataSpec, center: str = "persistence", **options) -> torch.nn.Module:
+    net = model(name, s, revin=True, revin_center=center, **options)
+    return with_random_skip(net) if options.get("linear_skip") else net
+
+
+def forecast_at(net: torch.nn.Module, weight: float, *inputs: torch.Tensor) -> torch.Tensor:
+    net.revin.correction_weight.fill_(weight)
+    with torch.no_grad():
+        return net(*inputs)
+
+
+@pytest.mark.parametrize("name, options", CORRECTABLE, ids=str)
+@pytest.mark.parametrize("center", ["mean", "last", "persistence"])
+def test_the_correction_weight_moves_the_forecast_between_the_centre_and_the_network(name, options, center):
+    s = spec("MS")
+    net = correctable(name, s, center, **options)
+    inputs = batch(s)
+    whole, none, part = (forecast_at(net, weight, *inputs) for weight in (1.0, 0.0, 0.3))
+    location = net.revin.statistics(inputs[0]).location[..., -s.c_out:]  # [B, 1, C_out]
+    torch.testing.assert_close(none, location.expand_as(none), rtol=0, atol=1e-5)
+    torch.testing.assert_close(part, none + 0.3 * (whole - none), rtol=1e-5, atol=1e-4)
+    assert not torch.allclose(whole, none)
+
+
+def correction_batch(net: torch.nn.Module, s: DataSpec, share: float, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Windows whose horizon is the centre plus ``share`` of the network's correction."""
+    x, x_mark, y_mark = batch(s, batch_size=4, seed=seed)
+    whole, center = forecast_at(net, 1.0, x, x_mark, y_mark), forecast_at(net, 0.0, x, x_mark, y_mark)
+    y = torch.randn(x.shape[0], s.label_len + s.pred_len, s.c_in)
+    y[:, s.label_len:, s.c_in - s.c_out:] = center + share * (whole - center)
+    return {"x": x, "y": y, "x_mark": x_mark, "y_mark": y_mark}
+
+
+@pytest.mark.parametrize("name, options", CORRECTABLE, ids=str)
+@pytest.mark.parametrize("share, fitted", [(0.3, 0.3), (1.0, 1.0), (0.0, 0.0), (2.5, 1.0), (-0.7, 0.0)])
+def test_the_fitted_correction_weight_is_the_least_squares_share_kept_in_zero_one(name, options, share, fitted):
+    s = spec("MS")
+    net = correctable(name, s, **options)
+    batches = [correction_batch(net, s, share, seed) for seed in (0, 1)]
+    assert net.correctable
+    assert net.fit_correction_weight(batches) == pytest.approx(fitted, abs=1e-4)
+    assert float(net.revin.correction_weight) == pytest.approx(fitted, abs=1e-4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**16), share=st.floats(0.0, 1.0))
+def test_the_fitted_correction_weight_has_the_least_squared_error_on_its_windows(seed, share):
+    """Noisy windows: no weight on a grid forecasts them better than the fitted one."""
+    s = spec("M")
+    net = correctable("informer", s, linear_skip=True)
+    windows = correction_batch(net, s, share, seed)
+    horizon = windows["y"][:, s.label_len:]
+    horizon.add_(torch.randn(horizon.shape, generator=torch.Generator().manual_seed(seed)))
+    inputs = (windows["x"], windows["x_mark"], windows["y_mark"])
+
+    def error(weight: float) -> float:
+        return float((forecast_at(net, weight, *inputs) - horizon).square().mean())
+
+    fitted = net.fit_correction_weight([windows])
+    assert 0.0 <= fitted <= 1.0
+    assert all(error(fitted) <= error(weight) + 1e-6 for weight in np.linspace(0, 1, 21))
+
+
+def test_a_model_without_a_correction_to_weigh_says_so():
+    s = spec("M")
+    for name, options in (("informer", {}), ("logsparse", {"decoding": "autoregressive", "revin": True}),
+                          ("naive", {}), ("seasonal_naive", {"season_length": 4})):
+        net = build_model(name, s, **{**TINY.get(name, {}), **options})
+        assert not net.correctable
+        with pytest.raises(ConfigError, match="no correction to weigh"):
+            net.fit_correction_weight([])
+
+
+def test_the_correction_weight_is_saved_and_older_checkpoints_keep_the_whole_correction():
+    s = spec("M")
+    net = correctable("informer", s, linear_skip=True)
+    net.revin.correction_weight.fill_(0.25)
+    restored = correctable("informer", s, linear_skip=True)
+    restored.load_state_dict(net.state_dict())
+    assert float(restored.revin.correction_weight) == 0.25
+    older = {key: value for key, value in net.state_dict().items() if not key.endswith("correction_weight")}
+    restored.load_state_dict(older)
+    assert float(restored.revin.correction_weight) == 1.0
+
+
 # ------------------------------------------------------------------------------------------- DLinear
 
 

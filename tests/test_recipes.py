@@ -164,6 +164,21 @@ def test_a_forecaster_in_the_improved_recipe_calibrates_its_gaussian_scale():
     assert float(improved.model.scale_factor) != 1.0 and float(paper.model.scale_factor) == 1.0
 
 
+def test_a_forecaster_in_the_improved_recipe_fits_its_correction_weight_on_validation():
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"date": pd.date_range("2022-01-01", periods=300, freq="h"),
+                          "OT": rng.normal(0, 1, 300).cumsum()})  # a random walk: the last value is hard to beat
+    options = dict(seq_len=24, label_len=12, pred_len=6, features="S", d_model=8, n_heads=2, d_ff=8, max_epochs=1,
+                   limit_train_batches=2)
+    improved = Forecaster("informer", **options).fit(frame)
+    paper = Forecaster("informer", recipe="paper", revin=True, **options).fit(frame)
+    weight = float(improved.model.revin.correction_weight)
+    assert 0.0 <= weight < 1.0 and float(paper.model.revin.correction_weight) == 1.0
+
+
 def test_calibration_skips_a_model_without_a_fitted_scale_instead_of_failing_after_training():
     from forecast.models import DataSpec, build_model
     from forecast.training import calibrate_on_validation
@@ -173,7 +188,7 @@ def test_calibration_skips_a_model_without_a_fitted_scale_instead_of_failing_aft
             raise AssertionError("calibration read windows for a model it cannot calibrate")
 
     spec = DataSpec(seq_len=12, label_len=6, pred_len=3, c_in=1, c_out=1, n_time_features=4)
-    config = TrainingConfig(calibrate_scale=True)
+    config = TrainingConfig(calibrate_scale=True, calibrate_correction=True)
     for model in (build_model("logsparse", spec, head="gaussian", decoding="autoregressive", d_model=8, n_heads=2),
                   build_model("seasonal_naive", spec, season_length=4),
                   build_model("dlinear", spec)):

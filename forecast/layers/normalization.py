@@ -19,6 +19,12 @@ inputs (the package's variable order), so un-normalizing reads the last ``C_out`
 statistics. The inverse is the exact inverse of the forward map; a Gaussian's scale
 maps with the absolute slope, and quantiles are taken after un-normalizing (a negative
 learned weight would otherwise swap them).
+
+The forecast is the window's centre plus the network's correction, and ``correction_weight``
+(a buffer, 1 unless fitted) scales that correction on the way back: 0 forecasts the centre
+itself. :meth:`forecast.models.base.ForecastModel.fit_correction_weight` fits it on validation
+windows after training, so a correction that does not pay on held-out windows (an exchange
+rate's, where the last value is hard to beat) is shrunk towards the centre instead of kept whole.
 """
 
 from __future__ import annotations
@@ -91,6 +97,12 @@ class ReversibleInstanceNorm(nn.Module):
                     raise ConfigError(f"start has {len(start)} weights for {n_variables} variables")
                 weights = torch.tensor([float(w) for w in start]).clamp(_START_MARGIN, 1 - _START_MARGIN)
             self.center_logit = nn.Parameter(torch.logit(weights) / CENTER_LOGIT_SCALE)
+        self.register_buffer("correction_weight", torch.ones(()))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        # Checkpoints written before the correction weight existed forecast with the whole correction.
+        state_dict.setdefault(prefix + "correction_weight", torch.ones(()))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def weight_on_last(self) -> Tensor:
         """Each variable's weight on the last value, ``[C_in]``: 0 for the mean, 1 for the last value."""
@@ -131,12 +143,13 @@ class ReversibleInstanceNorm(nn.Module):
         return None if affine is None else affine[0] + self.eps * self.eps
 
     def denormalize(self, values: Tensor, stats: WindowStats) -> Tensor:
-        """Map values ``[..., B, T, C]`` of the last C variables back; exact inverse of :meth:`normalize`."""
+        """Map values ``[..., B, T, C]`` of the last C variables back: the exact inverse of :meth:`normalize`
+        while ``correction_weight`` is 1, the centre itself at 0."""
         width = values.shape[-1]
         affine = self._affine(width)
         if affine is not None:
             values = (values - affine[1]) / self._slope(width)
-        return values * stats.std[..., -width:] + stats.location[..., -width:]
+        return values * self.correction_weight * stats.std[..., -width:] + stats.location[..., -width:]
 
     def denormalize_scale(self, scale: Tensor, stats: WindowStats) -> Tensor:
         """A scale (standard deviation) ``[..., B, T, C]`` in the normalized space mapped back."""

@@ -14,6 +14,7 @@ from forecast.errors import ConfigError, DataError
 
 if TYPE_CHECKING:  # the data layer's type, named for readers only: models never import data
     from forecast.data.fitted import FittedState
+    from forecast.layers.normalization import ReversibleInstanceNorm
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,9 @@ class ForecastModel(nn.Module):
       distributions. :meth:`quantiles` defaults to the empirical quantiles of sample paths.
     * :attr:`calibratable` (False) with :meth:`calibrate_scale`: a predictive scale fitted on
       held-out windows after training.
+    * :attr:`correctable` (False) with :meth:`fit_correction_weight`: how much of the network's
+      correction to the window's centre to keep, fitted on held-out windows after training. A
+      correctable model keeps its reversible instance normalization in ``self.revin``.
     * :meth:`attention_weights`: per-layer attention weights of one input, for plotting.
     """
 
@@ -229,6 +233,41 @@ class ForecastModel(nn.Module):
         """Fit the predictive scale so the central ``coverage`` interval covers that share of
         ``batches`` (held-out windows); returns the factor applied."""
         raise ConfigError(f"{type(self).__name__} has no predictive scale to calibrate")
+
+    @property
+    def correctable(self) -> bool:
+        """Whether :meth:`fit_correction_weight` applies: the forecast is RevIN's centre plus a correction."""
+        return False
+
+    @torch.no_grad()
+    def fit_correction_weight(self, batches: Iterable[Mapping[str, Tensor]]) -> float:
+        """Fit ``revin.correction_weight``, the share of the network's correction kept, on ``batches``
+        (held-out windows, never test ones); returns it.
+
+        With ``c`` the window's centre (weight 0) and ``f`` the whole forecast (weight 1), the
+        forecast ``c + w (f - c)`` has the least squared error over every horizon step and variable
+        at ``w = sum((y - c)(f - c)) / sum((f - c)^2)``, kept in [0, 1]: a correction is shrunk
+        where it does not pay, never amplified. Below 1/2 exactly when the whole correction
+        forecasts worse than the centre. Call in eval mode (no dropout).
+        """
+        if not self.correctable:
+            raise ConfigError(f"{type(self).__name__} has no correction to weigh: it needs revin=True "
+                              "(and one-shot decoding for LogSparse)")
+        revin: ReversibleInstanceNorm = self.revin
+        weight = revin.correction_weight
+        cross = square = 0.0
+        for batch in batches:
+            inputs = model_inputs(self.spec, batch)
+            weight.fill_(0.0)
+            center = self(*inputs)  # [B, P, C_out]
+            weight.fill_(1.0)
+            correction = self(*inputs) - center  # [B, P, C_out]
+            target = horizon_target(batch["y"], center.shape[2], center.shape[1])
+            cross += float((correction * (target - center)).sum(dtype=torch.float64))
+            square += float(correction.square().sum(dtype=torch.float64))
+        fitted = min(1.0, max(0.0, cross / square)) if square > 0 else 1.0
+        weight.fill_(fitted)
+        return fitted
 
     def attention_weights(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> list[object]:
         """Per-layer attention weights of the input windows (see :mod:`forecast.layers.attention`)."""

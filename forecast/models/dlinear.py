@@ -95,6 +95,11 @@ class DLinear(ForecastModel):
         for parameter in (*(self.known.parameters() if self.known is not None else ()), *self.codes.parameters()):
             nn.init.zeros_(parameter)
 
+    @property
+    def correctable(self) -> bool:
+        """With ``revin``, the forecast is the window's centre plus the linear maps' correction."""
+        return self.revin is not None
+
     def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
         stats = self.revin.statistics(x) if self.revin is not None else None
         if stats is not None:

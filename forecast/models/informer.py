@@ -210,6 +210,11 @@ class Informer(ForecastModel):
             weights.extend(encoder_weights)
         return torch.cat(memories, dim=1), weights  # [B', S, D], S summed over the stack
 
+    @property
+    def correctable(self) -> bool:
+        """With ``revin``, the forecast is the window's centre plus the network's correction."""
+        return self.revin is not None
+
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
         spec, batch = self.spec, x.shape[0]
         check_batch(spec, type(self).__name__, x, x_mark, y_mark, y_mark_steps=spec.label_len + spec.pred_len)

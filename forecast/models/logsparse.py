@@ -326,6 +326,12 @@ class LogSparseTransformer(ForecastModel):
         """Whether :meth:`calibrate_scale` applies: a one-shot Gaussian head."""
         return self.probabilistic and self.config.decoding == "one_shot"
 
+    @property
+    def correctable(self) -> bool:
+        """Whether :meth:`fit_correction_weight` applies: ``revin`` with one-shot decoding (an autoregressive
+        rollout feeds its forecasts back, so a weight on them would compound over the horizon)."""
+        return self.revin is not None and self.config.decoding == "one_shot"
+
     def _require_gaussian(self, what: str) -> None:
         if not self.probabilistic:
             raise ConfigError(f"{what} needs a predictive distribution; build the model with head='gaussian'")
