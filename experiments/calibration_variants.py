@@ -1,0 +1,109 @@
+"""Which output calibration the improved recipe fits after training, chosen on validation windows only.
+
+    python experiments/calibration_variants.py RUN_DIR DATASET   # a saved run of the improved recipe
+
+With RevIN every forecast is the window's centre ``c`` plus the network's correction ``v``. Four ways
+to refit that forecast on validation windows, each fitted on the first half of the validation windows
+and scored on the second half (the later ones, as test is later still), never on test:
+
+* ``none``: ``c + v``, the trained model;
+* ``w``: ``c + w v``, one least-squares weight in [0, 1] (the recipe's ``calibrate_correction``);
+* ``b,w``: ``mean + b (last - mean) + w v``, the centre refitted too, one ``b`` for every variable;
+* ``b_c,w_c``: the same with a ``b`` and a ``w`` per variable.
+
+Test MSE, each variant refitted on every validation window, is printed for the record only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+from forecast import Forecaster, datasets
+from forecast.models.base import horizon_target, model_inputs
+
+VARIANTS = ("none", "w", "b,w", "b_c,w_c")
+
+
+def parts(model, loader) -> dict[str, torch.Tensor]:
+    """Per window, step and output variable: the input's mean and last-minus-mean, the centre, the correction
+    and the target, ``[N, P, C_out]`` each."""
+    weight = model.revin.correction_weight
+    rows: dict[str, list[torch.Tensor]] = {name: [] for name in ("mean", "offset", "center", "correction", "y")}
+    with torch.no_grad():
+        for batch in loader:
+            inputs = model_inputs(model.spec, batch)
+            weight.fill_(0.0)
+            center = model(*inputs)  # [B, P, C_out]
+            weight.fill_(1.0)
+            correction = model(*inputs) - center
+            c_out = center.shape[2]
+            x = inputs[0][..., -c_out:]  # [B, L, C_out]
+            mean = x.mean(dim=1, keepdim=True)  # [B, 1, C_out]
+            for name, value in (("mean", mean), ("offset", x[:, -1:] - mean), ("center", center),
+                                ("correction", correction), ("y", horizon_target(batch["y"], c_out, center.shape[1]))):
+                rows[name].append(value.expand_as(center))
+    return {name: torch.cat(values).double() for name, values in rows.items()}
+
+
+def box_least_squares(features: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Coefficients in [0, 1] with the least squared error (coordinate descent on a convex quadratic)."""
+    coefficients = np.clip(np.linalg.lstsq(features, target, rcond=None)[0], 0.0, 1.0)
+    for _ in range(200):
+        for j in range(features.shape[1]):
+            rest = target - features @ coefficients + features[:, j] * coefficients[j]
+            norm = features[:, j] @ features[:, j]
+            if norm > 0:
+                coefficients[j] = np.clip(features[:, j] @ rest / norm, 0.0, 1.0)
+    return coefficients
+
+
+def fitted(variant: str, windows: dict[str, torch.Tensor]):
+    """The forecast function of ``variant`` fitted on ``windows``."""
+    y, mean, offset, center, correction = (windows[name].numpy() for name in ("y", "mean", "offset", "center",
+                                                                              "correction"))
+    if variant == "none":
+        return lambda w: w["center"] + w["correction"]
+    if variant == "w":
+        (kept,) = box_least_squares(correction.reshape(-1, 1), (y - center).reshape(-1))
+        return lambda w: w["center"] + kept * w["correction"]
+    if variant == "b,w":
+        b, kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
+        return lambda w: w["mean"] + b * w["offset"] + kept * w["correction"]
+    per_variable = torch.tensor(np.array([
+        box_least_squares(np.stack([offset[..., k].reshape(-1), correction[..., k].reshape(-1)], 1),
+                          (y[..., k] - mean[..., k]).reshape(-1))
+        for k in range(y.shape[2])]))  # [C_out, 2]
+    return lambda w: w["mean"] + per_variable[:, 0] * w["offset"] + per_variable[:, 1] * w["correction"]
+
+
+def mse(forecast: torch.Tensor, windows: dict[str, torch.Tensor]) -> float:
+    return float((forecast - windows["y"]).square().mean())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a saved run (forecast sweep's run folder, or Forecaster.save's)")
+    parser.add_argument("dataset", help="the registered dataset it was fitted on")
+    args = parser.parse_args(argv)
+    forecaster, data = Forecaster.load(args.run_dir), datasets.load(args.dataset)
+    predictor, options = forecaster.predictor, forecaster._options
+    model = forecaster.model.eval()
+    validation = options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state)
+    validation.setup("fit")
+    test = options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state, test_split="test")
+    test.setup("test")
+    val, held_out = parts(model, validation.val_dataloader()), parts(model, test.test_dataloader())
+    half = val["y"].shape[0] // 2
+    first, second = ({name: values[part] for name, values in val.items()} for part in (slice(None, half),
+                                                                                        slice(half, None)))
+    for variant in VARIANTS:
+        print(f"{args.dataset} {type(model).__name__} P={val['y'].shape[1]} {variant:8s} "
+              f"later validation half {mse(fitted(variant, first)(second), second):.4f} | "
+              f"for the record, test {mse(fitted(variant, val)(held_out), held_out):.4f}")
+
+
+if __name__ == "__main__":
+    main()
