@@ -30,21 +30,16 @@ VARIANTS = ("none", "w", "b,w", "b_c,w_c")
 def parts(model, loader) -> dict[str, torch.Tensor]:
     """Per window, step and output variable: the input's mean and last-minus-mean, the centre, the correction
     and the target, ``[N, P, C_out]`` each."""
-    weight = model.revin.correction_weight
     rows: dict[str, list[torch.Tensor]] = {name: [] for name in ("mean", "offset", "center", "correction", "y")}
-    with torch.no_grad():
-        for batch in loader:
-            inputs = model_inputs(model.spec, batch)
-            weight.fill_(0.0)
-            center = model(*inputs)  # [B, P, C_out]
-            weight.fill_(1.0)
-            correction = model(*inputs) - center
-            c_out = center.shape[2]
-            x = inputs[0][..., -c_out:]  # [B, L, C_out]
-            mean = x.mean(dim=1, keepdim=True)  # [B, 1, C_out]
-            for name, value in (("mean", mean), ("offset", x[:, -1:] - mean), ("center", center),
-                                ("correction", correction), ("y", horizon_target(batch["y"], c_out, center.shape[1]))):
-                rows[name].append(value.expand_as(center))
+    for batch in loader:
+        inputs = model_inputs(model.spec, batch)
+        center, correction = model.center_and_correction(*inputs)  # [B, P, C_out] each
+        c_out = center.shape[2]
+        x = inputs[0][..., -c_out:]  # [B, L, C_out]
+        mean = x.mean(dim=1, keepdim=True)  # [B, 1, C_out]
+        for name, value in (("mean", mean), ("offset", x[:, -1:] - mean), ("center", center),
+                            ("correction", correction), ("y", horizon_target(batch["y"], c_out, center.shape[1]))):
+            rows[name].append(value.expand_as(center))
     return {name: torch.cat(values).double() for name, values in rows.items()}
 
 

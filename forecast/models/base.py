@@ -193,8 +193,9 @@ class ForecastModel(nn.Module):
     * :attr:`calibratable` (False) with :meth:`calibrate_scale`: a predictive scale fitted on
       held-out windows after training.
     * :attr:`correctable` (False) with :meth:`fit_correction_weight`: how much of the network's
-      correction to the window's centre to keep, fitted on held-out windows after training. A
-      correctable model keeps its reversible instance normalization in ``self.revin``.
+      correction to the window's centre to keep, fitted on held-out windows after training
+      (:meth:`center_and_correction` gives the forecast's two parts). A correctable model keeps its
+      reversible instance normalization in ``self.revin``.
     * :meth:`attention_weights`: per-layer attention weights of one input, for plotting.
     """
 
@@ -250,24 +251,37 @@ class ForecastModel(nn.Module):
         where it does not pay, never amplified. Below 1/2 exactly when the whole correction
         forecasts worse than the centre. Call in eval mode (no dropout).
         """
-        if not self.correctable:
-            raise ConfigError(f"{type(self).__name__} has no correction to weigh: it needs revin=True "
-                              "(and one-shot decoding for LogSparse)")
-        revin: ReversibleInstanceNorm = self.revin
-        weight = revin.correction_weight
+        revin = self._correctable_revin()
         cross = square = 0.0
         for batch in batches:
-            inputs = model_inputs(self.spec, batch)
-            weight.fill_(0.0)
-            center = self(*inputs)  # [B, P, C_out]
-            weight.fill_(1.0)
-            correction = self(*inputs) - center  # [B, P, C_out]
+            center, correction = self.center_and_correction(*model_inputs(self.spec, batch))  # [B, P, C_out] each
             target = horizon_target(batch["y"], center.shape[2], center.shape[1])
             cross += float((correction * (target - center)).sum(dtype=torch.float64))
             square += float(correction.square().sum(dtype=torch.float64))
         fitted = min(1.0, max(0.0, cross / square)) if square > 0 else 1.0
-        weight.fill_(fitted)
+        revin.correction_weight.fill_(fitted)
         return fitted
+
+    @torch.no_grad()
+    def center_and_correction(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> tuple[Tensor, Tensor]:
+        """The two parts of a correctable model's forecast, ``[B, P, C_out]`` each: RevIN's centre (none of
+        the correction) and the network's whole correction. ``revin.correction_weight`` is left as it was."""
+        weight = self._correctable_revin().correction_weight
+        kept = weight.clone()
+        try:
+            weight.fill_(0.0)
+            center = self(x, x_mark, y_mark)
+            weight.fill_(1.0)
+            correction = self(x, x_mark, y_mark) - center
+        finally:
+            weight.copy_(kept)
+        return center, correction
+
+    def _correctable_revin(self) -> ReversibleInstanceNorm:
+        if not self.correctable:
+            raise ConfigError(f"{type(self).__name__} has no correction to weigh: it needs revin=True "
+                              "(and one-shot decoding for LogSparse)")
+        return self.revin
 
     def attention_weights(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> list[object]:
         """Per-layer attention weights of the input windows (see :mod:`forecast.layers.attention`)."""
