@@ -5,7 +5,7 @@
 For every dataset and horizon of ``experiments/long_horizon`` and every trained model
 there (the configs' recipes applied), it times ``--steps`` optimizer steps (forward, MSE,
 backward, Adam) on a batch of the config's size with the data's sizes, after one warm-up
-step, and multiplies the median by the training windows of one epoch. Random inputs:
+step, and multiplies the median by the batches of one epoch (cut by ``limit_train_batches``). Random inputs:
 the cost of a step does not depend on the values. Prints a Markdown table. Times are
 those of this machine with this process's threads (``OMP_NUM_THREADS``); other processes
 on the CPU slow them.
@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
             model = build_model(experiment.model, spec, **experiment.model_options).train()
             seconds = step_seconds(model, spec, experiment.training.batch_size, args.steps)
             windows = len(datamodule.train_dataset)
-            epoch = seconds * -(-windows // experiment.training.batch_size) / 60
+            batches = -(-windows // experiment.training.batch_size)
+            share = experiment.training.limit_train_batches  # a fraction of the batches, or a count
+            batches = batches if share is None else min(batches, share) if isinstance(share, int) else round(
+                batches * share)
+            epoch = seconds * batches / 60
             print(f"| {folder.name} | {horizon} | {name} | {windows} | {seconds:.3f} | {epoch:.1f} |", flush=True)
     return 0
 

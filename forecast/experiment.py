@@ -42,7 +42,7 @@ from forecast.recipes import DEFAULT_RECIPE, get_recipe, training_differences
 from forecast.results import EMPTY_DATA, PROBABILISTIC_COLUMNS, append_new_row, has_row
 from forecast.training import TrainingConfig, device_description, git_commit, test_windows
 
-__all__ = ["Experiment", "dataset_label", "run_experiment"]
+__all__ = ["Experiment", "dataset_label", "run_experiment", "run_name"]
 
 log = logging.getLogger(__name__)
 
@@ -138,16 +138,8 @@ class Experiment:
                     options=self.options_text, training=self.training_text, data=self.data_text)
 
     def run_name(self) -> str:
-        """The run folder's name: the key's short fields as ``name=value``, then a digest of the whole key.
-
-        The digest stands for the options, training settings and data options, which would make a
-        name longer than file systems allow. Without data options the digest is that of the key
-        before it had them, so run folders made then are resumed.
-        """
-        key = self.key()
-        hashed = {name: value for name, value in key.items() if not (name == "data" and value == EMPTY_DATA)}
-        digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
-        return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training", "data")) + f"-{digest}"
+        """The run folder's name (:func:`run_name` of :meth:`key`)."""
+        return run_name(self.key())
 
     def forecaster(self, *, progress: bool | None = None, callbacks: Sequence[Callback] = ()) -> Forecaster:
         """The unfitted :class:`~forecast.Forecaster` that trains this run (its options are the recipe's already);
@@ -161,6 +153,23 @@ class Experiment:
 
     def results_path(self, results_dir: str | os.PathLike[str]) -> Path:
         return Path(results_dir) / f"{self.label}.csv"
+
+
+def run_name(key: Mapping[str, Any]) -> str:
+    """The run folder of the run with results key ``key`` (:data:`forecast.results.KEY`, the window and seed as
+    ints): the key's short fields as ``name=value``, then a digest of the whole key.
+
+    The digest stands for the options, training settings and data options, which would make a
+    name longer than file systems allow. Without data options the digest is that of the key
+    before it had them, so run folders made then are resumed.
+    """
+    hashed = {name: value for name, value in key.items() if not (name == "data" and value == EMPTY_DATA)}
+    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
+    return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training", "data")) + f"-{digest}"
+
+
+def _blank_if_none(value: float | None) -> float | str:
+    return "" if value is None else value
 
 
 def run_experiment(
@@ -202,6 +211,7 @@ def run_experiment(
         train_seconds=round(fit.train_seconds, 1), device=device_description(fit.trainer),
         version=forecast.__version__, commit=git_commit(outputs=[Path(results).parent]),
         command=command, val_loss=fit.best_val_loss if fit.best_val_loss is not None else "",
+        correction_kept=_blank_if_none(forecaster.model.correction_kept),
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},
     )
     if fit.trainer is not None and not fit.trainer.is_global_zero:  # under DDP every process tests; one writes

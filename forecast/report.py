@@ -31,7 +31,7 @@ import pandas as pd
 
 from forecast.config import CONFIG_NAME, load_config
 from forecast.errors import ConfigError, DataError
-from forecast.results import COLUMNS, EMPTY_DATA, PROBABILISTIC_COLUMNS, read_results
+from forecast.results import COLUMNS, EMPTY_DATA, OPTIONAL_NUMBERS, read_results
 
 __all__ = [
     "BEGIN",
@@ -69,7 +69,7 @@ def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     results = pd.concat(frames, ignore_index=True)
-    for column in ("mse", "mae", "mse_orig", "mae_orig", "epochs", "train_seconds", *PROBABILISTIC_COLUMNS):
+    for column in ("mse", "mae", "mse_orig", "mae_orig", "epochs", "train_seconds", *OPTIONAL_NUMBERS):
         results[column] = pd.to_numeric(results[column], errors="coerce")
     return results
 
@@ -136,14 +136,14 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     if results.empty:
         return pd.DataFrame(columns=[*_SETTING, "seeds", "windows", "mse", "mse_std", "mae", "mae_std",
                                      "mse_orig", "mae_orig", "epochs", "train_minutes", "device",
-                                     *_PROBABILISTIC])
+                                     "correction_kept", *_PROBABILISTIC])
     frame = results.astype({"seq_len": int, "label_len": int, "pred_len": int})
     return frame.groupby(_SETTING, sort=True).agg(
         seeds=("seed", "nunique"), windows=("n_test_windows", "min"),
         mse=("mse", "mean"), mse_std=("mse", "std"), mae=("mae", "mean"), mae_std=("mae", "std"),
         mse_orig=("mse_orig", "mean"), mae_orig=("mae_orig", "mean"),
         epochs=("epochs", "mean"), train_minutes=("train_seconds", lambda s: s.mean() / 60),
-        device=("device", "first"),
+        device=("device", "first"), correction_kept=("correction_kept", "mean"),
         **{name: (column, "mean") for name, column in _PROBABILISTIC.items()},
     ).reset_index()
 
@@ -291,8 +291,9 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
             ["dataset", "features", "seq_len", "label_len", "pred_len"], sort=True):
         lines += [f"#### {dataset} `{features}` {seq}/{label}/{pred}", "",
                   "| model | recipe | options | training | seeds | test windows | MSE | MAE | MSE (orig) | MAE (orig) "
-                  "| R0.5 / R0.9 (orig) | 80% coverage | epochs | train min/run | device | published MSE / MAE |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| R0.5 / R0.9 (orig) | 80% coverage | correction kept | epochs | train min/run | device "
+                  "| published MSE / MAE |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         at_configured = (dataset, features, seq, label, pred) in configured
         for row in block.itertuples():
             paper = _cited(published, dataset, features, row.model, pred, seq, label, at_configured)
@@ -301,7 +302,7 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
                 f"| {row.model} | {row.recipe} | {_options_cell(row)} | `{row.training}` | {row.seeds} | {row.windows} "
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
                 f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
-                f"| {row.epochs:.1f} "
+                f"| {_number(row.correction_kept)} | {row.epochs:.1f} "
                 f"| {MISSING if pd.isna(row.train_minutes) else f'{row.train_minutes:.1f}'} | {row.device} | {cited} |")
         lines.append("")
     return "\n".join(lines)

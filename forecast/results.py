@@ -35,8 +35,14 @@ COLUMNS = [
     "rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig", "coverage_0.8",
     # The data options the run was given (sorted JSON; "{}": none, as every row written before the column).
     "data",
+    # The share of the network's correction to RevIN's centre the forecast kept (fitted on validation
+    # windows by the recipe's calibrate_correction; 1: all of it). Blank where the model has no such split,
+    # and in rows written before the column.
+    "correction_kept",
 ]
 PROBABILISTIC_COLUMNS = COLUMNS[COLUMNS.index("rho_risk_0.5"):COLUMNS.index("data")]
+# Columns a row may leave blank (NaN when read back): what only some models have.
+OPTIONAL_NUMBERS = (*PROBABILISTIC_COLUMNS, "correction_kept")
 KEY = ["dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "recipe", "options", "training",
        "data"]
 EMPTY_DATA = "{}"
@@ -48,8 +54,8 @@ LOCK_TIMEOUT_S = 600.0
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """All rows of a results CSV (an empty frame with the columns when it does not exist).
 
-    Blank probabilistic metrics (point-forecast rows) read as NaN; a blank or missing ``data`` reads as
-    ``"{}"`` (no data options: every row written before the column existed).
+    Blank :data:`OPTIONAL_NUMBERS` (point-forecast rows, models without a correction to weigh) read as NaN; a
+    blank or missing ``data`` reads as ``"{}"`` (no data options: every row written before the column existed).
     """
     path = Path(path)
     if not path.exists():
@@ -57,7 +63,7 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     frame = pd.read_csv(path, keep_default_na=False, dtype={"options": str, "command": str, "data": str})
     # Rows written before runs were keyed by their data options had none.
     frame["data"] = frame["data"].replace("", EMPTY_DATA) if "data" in frame else EMPTY_DATA
-    for column in PROBABILISTIC_COLUMNS:
+    for column in OPTIONAL_NUMBERS:
         if column in frame:
             frame[column] = pd.to_numeric(frame[column].replace("", float("nan")))
     return frame
@@ -134,7 +140,7 @@ def append_new_row(path: str | os.PathLike, row: dict[str, Any]) -> bool:
 
 def _check_complete(row: dict[str, Any]) -> None:
     """Refuse a row that lacks a required column before anything touches the file."""
-    missing = set(COLUMNS) - set(PROBABILISTIC_COLUMNS) - row.keys()
+    missing = set(COLUMNS) - set(OPTIONAL_NUMBERS) - row.keys()
     if missing:
         raise ValueError(f"results row lacks {sorted(missing)}")
 

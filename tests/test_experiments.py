@@ -15,7 +15,7 @@ import yaml
 
 from forecast.models import DataSpec
 from forecast.recipes import get_recipe
-from forecast.results import COLUMNS, PROBABILISTIC_COLUMNS, append_row, has_row, read_results
+from forecast.results import COLUMNS, KEY, OPTIONAL_NUMBERS, append_row, has_row, read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ def load_script(name: str):
 
 
 def row(**overrides):
-    base = {column: "" if column in PROBABILISTIC_COLUMNS else 0 for column in COLUMNS}
+    base = {column: "" if column in OPTIONAL_NUMBERS else 0 for column in COLUMNS}
     base.update(dataset="toy", model="naive", features="M", recipe="paper", options="{}", training="{}", command="x",
                 data="{}")
     base.update(overrides)
@@ -126,6 +126,7 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert first.recipe == "improved" and json.loads(first.training) == {
         **get_recipe("improved").training, "max_epochs": 2, "batch_size": 16}
     assert 0 < float(first.val_loss) < 10  # the best epoch's validation loss, what settings are chosen on
+    assert 0.0 <= first.correction_kept <= 1.0  # the improved recipe fits it on the validation windows
     assert np.isfinite([first.mse, first.mae, first.mse_orig, first.mae_orig]).all()
     assert first.command.startswith(f"forecast sweep --config {informer} --seeds 3 --results_dir ")
     assert list((tmp_path / "runs").glob("*/checkpoints/last.ckpt"))
@@ -138,6 +139,7 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert main(["sweep", "--config", str(seasonal), *folders]) == 0
     probabilistic = read_results(results).iloc[1]
     assert probabilistic.model == "seasonal_naive" and probabilistic.epochs == 0
+    assert np.isnan(probabilistic.correction_kept)  # no network, no correction to weigh
     values = [float(probabilistic[c]) for c in ("rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "coverage_0.8")]
     assert np.isfinite(values).all() and 0 <= values[-1] <= 1
 
@@ -397,6 +399,33 @@ def test_rows_written_before_recipes_migrate_from_their_commands(tmp_path):
     pd.DataFrame([mismatched])[older].to_csv(path, index=False)
     with pytest.raises(ValueError, match="gives options"):
         load_script("migrate_results").main([str(tmp_path)])
+
+
+def test_rows_written_before_the_correction_column_take_it_from_their_saved_models(tmp_path):
+    """The weight a run's saved model forecast with fills its row; rows without a saved weight stay blank."""
+    import torch
+
+    from forecast.experiment import run_name
+
+    kept = row(model="informer", pred_len=96, seed=0, options='{"revin": true}', training='{"max_epochs": 10}')
+    plain = row(model="dlinear", pred_len=96, seed=0)  # saved, but no RevIN: no weight
+    unsaved = row(model="informer", pred_len=96, seed=1)  # its folder is gone
+    path = tmp_path / "results" / "toy.csv"
+    path.parent.mkdir()
+    pd.DataFrame([kept, plain, unsaved])[[c for c in COLUMNS if c != "correction_kept"]].to_csv(path, index=False)
+    for saved, state in ((kept, {"model.revin.correction_weight": torch.tensor(0.25), "model.w": torch.ones(2)}),
+                         (plain, {"model.linear.weight": torch.ones(2)})):
+        folder = tmp_path / "runs" / run_name({name: saved[name] for name in KEY})
+        folder.mkdir(parents=True)
+        torch.save(state, folder / "model.pt")
+    before = pd.read_csv(path, keep_default_na=False)
+    script = load_script("fill_correction_kept")
+    assert script.main([str(tmp_path / "runs"), "--results-dir", str(path.parent)]) == 0
+    frame = read_results(path)
+    assert list(frame.columns) == COLUMNS and frame.correction_kept[0] == 0.25
+    assert frame.correction_kept[1:].isna().all()
+    after = pd.read_csv(path, keep_default_na=False).drop(columns="correction_kept")
+    assert after.astype(str).equals(before.astype(str))  # nothing else changed
 
 
 def test_committed_long_horizon_tables_are_what_the_script_writes(tmp_path):

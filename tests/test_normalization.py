@@ -402,10 +402,11 @@ def correction_batch(net: torch.nn.Module, s: DataSpec, share: float, seed: int 
 def test_the_fitted_correction_weight_is_the_least_squares_share_kept_in_zero_one(name, options, share, fitted):
     s = spec("MS")
     net = correctable(name, s, **options)
+    assert net.correctable and net.correction_kept == 1.0  # the whole correction until fitted
     batches = [correction_batch(net, s, share, seed) for seed in (0, 1)]
-    assert net.correctable
     assert net.fit_correction_weight(batches) == pytest.approx(fitted, abs=1e-4)
     assert float(net.revin.correction_weight) == pytest.approx(fitted, abs=1e-4)
+    assert net.correction_kept == float(net.revin.correction_weight)
 
 
 @settings(max_examples=10, deadline=None)
@@ -432,7 +433,7 @@ def test_a_model_without_a_correction_to_weigh_says_so():
     for name, options in (("informer", {}), ("logsparse", {"decoding": "autoregressive", "revin": True}),
                           ("naive", {}), ("seasonal_naive", {"season_length": 4})):
         net = build_model(name, s, **{**TINY.get(name, {}), **options})
-        assert not net.correctable
+        assert not net.correctable and net.correction_kept is None
         with pytest.raises(ConfigError, match="no correction to weigh"):
             net.fit_correction_weight([])
 

@@ -15,7 +15,7 @@ import pytest
 
 import forecast.results
 from forecast.errors import ConfigError
-from forecast.results import COLUMNS, KEY, PROBABILISTIC_COLUMNS, lock_path, merge_results, read_results
+from forecast.results import COLUMNS, KEY, OPTIONAL_NUMBERS, lock_path, merge_results, read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 4
@@ -43,7 +43,7 @@ MERGE = "from forecast.results import merge_results\n" + BARRIER + "merge_result
 
 def make_row(worker: int, index: int) -> dict[str, object]:
     """A complete row, built from ``COLUMNS`` as it is when the test runs; its identity is ``model``, ``seed``."""
-    row: dict[str, object] = {column: "" if column in PROBABILISTIC_COLUMNS else 1.5 for column in COLUMNS}
+    row: dict[str, object] = {column: "" if column in OPTIONAL_NUMBERS else 1.5 for column in COLUMNS}
     row.update({name: value for name, value in {"dataset": "toy", "features": "M", "options": "{}",
                                                 "command": "x", "device": "cpu"}.items() if name in COLUMNS})
     row.update(model=f"worker{worker}", seed=index)

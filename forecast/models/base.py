@@ -194,7 +194,8 @@ class ForecastModel(nn.Module):
       held-out windows after training.
     * :attr:`correctable` (False) with :meth:`fit_correction_weight`: how much of the network's
       correction to the window's centre to keep, fitted on held-out windows after training
-      (:meth:`center_and_correction` gives the forecast's two parts). A correctable model keeps its
+      (:meth:`center_and_correction` gives the forecast's two parts, :attr:`correction_kept` the share
+      kept). A correctable model keeps its
       reversible instance normalization in ``self.revin``.
     * :meth:`attention_weights`: per-layer attention weights of one input, for plotting.
     """
@@ -261,6 +262,12 @@ class ForecastModel(nn.Module):
         fitted = min(1.0, max(0.0, cross / square)) if square > 0 else 1.0
         revin.correction_weight.fill_(fitted)
         return fitted
+
+    @property
+    def correction_kept(self) -> float | None:
+        """The share of the network's correction the forecast keeps (1 until :meth:`fit_correction_weight`
+        fits it); ``None`` for a model that is not :attr:`correctable`."""
+        return float(self.revin.correction_weight) if self.correctable else None
 
     @torch.no_grad()
     def center_and_correction(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> tuple[Tensor, Tensor]:
