@@ -43,7 +43,7 @@ DEFAULT_RECIPE = "improved"
 # TrainingConfig fields that change what a run learns; hardware, workers and checkpointing do not.
 RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
                    "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "calibrate_correction",
-                   "ema_decay")
+                   "correction_significance", "ema_decay")
 
 
 @dataclass(frozen=True)

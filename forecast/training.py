@@ -63,7 +63,9 @@ class TrainingConfig:
     checkpoint and the weights kept are the average's.
     ``calibrate_correction``: after training, a model that can (``model.correctable``: RevIN on)
     fits how much of its network's correction to the window's centre to keep, by least squares on
-    the validation windows (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`).
+    the validation windows (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`);
+    with ``correction_significance`` (e.g. 0.05) it keeps that share only when the whole forecast beats
+    the centre there by a one-sided Diebold-Mariano test at that level, and none otherwise.
     ``calibrate_scale``: then a model that can (``model.calibratable``) fits its predictive scale
     on them. Both are :func:`calibrate_on_validation`; the ``improved`` recipe turns both on.
     """
@@ -88,6 +90,7 @@ class TrainingConfig:
     compile_model: bool = False
     calibrate_scale: bool = False
     calibrate_correction: bool = False
+    correction_significance: float | None = None
     ema_decay: float | None = None
     extra_trainer_options: dict[str, Any] = field(default_factory=dict)
 
@@ -104,6 +107,13 @@ class TrainingConfig:
         require_bool("compile_model", self.compile_model)
         require_bool("calibrate_scale", self.calibrate_scale)
         require_bool("calibrate_correction", self.calibrate_correction)
+        if self.correction_significance is not None:
+            require_real("correction_significance", self.correction_significance, low=0, high=0.5, low_open=True,
+                         high_open=True, hint="None: keep the least-squares share untested; e.g. 0.05")
+            if not self.calibrate_correction:
+                raise ConfigError(f"correction_significance={self.correction_significance} tests the correction "
+                                  "weight that calibrate_correction fits. Fix: set calibrate_correction=True, or "
+                                  "leave correction_significance None.")
         if self.ema_decay is not None:
             require_real("ema_decay", self.ema_decay, low=0, high=1, low_open=True, high_open=True,
                          hint="None: no weight averaging; e.g. 0.99 averages over about the last 100 steps")
@@ -516,7 +526,7 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
     try:
         if correct:
             log.info("kept %.3f of the network's correction to the window's centre, fitted on the validation "
-                     "windows", model.fit_correction_weight(batches()))
+                     "windows", model.fit_correction_weight(batches(), config.correction_significance))
         if scale:
             log.info("calibrated the predictive scale on the validation windows: x%.3f",
                      model.calibrate_scale(batches()))

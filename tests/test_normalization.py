@@ -428,6 +428,53 @@ def test_the_fitted_correction_weight_has_the_least_squared_error_on_its_windows
     assert all(error(fitted) <= error(weight) + 1e-6 for weight in np.linspace(0, 1, 21))
 
 
+@pytest.mark.parametrize("name, options", CORRECTABLE[:1] + CORRECTABLE[-1:], ids=str)
+def test_a_tested_correction_is_kept_only_where_the_whole_forecast_beats_the_centre(name, options):
+    """Windows that are the centre plus 0.8 of the correction: the whole forecast beats the centre on every one,
+    so the test keeps the fitted share. Plus 0.1 of it: the least-squares share is 0.1, but the whole
+    correction forecasts worse than none, so the test keeps none."""
+    s = spec("MS")
+    net = correctable(name, s, **options)
+    helpful = [correction_batch(net, s, 0.8, seed) for seed in (0, 1, 2)]
+    assert net.fit_correction_weight(helpful, significance=0.05) == pytest.approx(0.8, abs=1e-4)
+    unhelpful = [correction_batch(net, s, 0.1, seed) for seed in (0, 1, 2)]
+    assert net.fit_correction_weight(unhelpful) == pytest.approx(0.1, abs=1e-4)
+    assert net.fit_correction_weight(unhelpful, significance=0.05) == 0.0
+    assert net.correction_kept == 0.0
+
+
+def test_the_diebold_mariano_statistic_is_the_mean_over_its_newey_west_standard_error():
+    from forecast.models.base import diebold_mariano
+
+    rng = np.random.default_rng(0)
+    d = rng.normal(0.3, 1.0, 40).cumsum() * 0.1 + rng.normal(0.2, 1.0, 40)  # autocorrelated
+    n, e = len(d), d - d.mean()
+
+    def gamma(k: int) -> float:  # the k-th sample autocovariance, divided by n as Newey and West do
+        return float(np.sum(e[k:] * e[:n - k])) / n
+
+    for lag in (0, 1, 5, 100):  # 100 > n - 1: every autocovariance, with Bartlett weights of lag 100
+        weights = [1 - k / (lag + 1) for k in range(1, min(lag, n - 1) + 1)]
+        variance = gamma(0) + 2 * sum(w * gamma(k) for k, w in enumerate(weights, start=1))
+        expected = d.mean() / np.sqrt(variance / n)
+        assert float(diebold_mariano(torch.tensor(d), lag)) == pytest.approx(expected, rel=1e-10)
+    statistic = float(diebold_mariano(torch.tensor(d), 3))
+    assert float(diebold_mariano(torch.tensor(2.5 * d), 3)) == pytest.approx(statistic, rel=1e-12)  # scale-free
+    assert float(diebold_mariano(torch.tensor(-d), 3)) == pytest.approx(-statistic, rel=1e-12)  # antisymmetric
+    rows = torch.tensor(np.stack([d, -2 * d]))  # [2, N]: one statistic per row
+    torch.testing.assert_close(diebold_mariano(rows, 3), torch.tensor([statistic, -statistic], dtype=torch.float64))
+    assert float(diebold_mariano(torch.ones(5), 2)) == float("inf")
+
+
+def test_the_diebold_mariano_critical_value_is_the_normals_at_a_small_lag_and_wider_at_a_long_one():
+    from forecast.models.base import diebold_mariano_critical_value as critical
+
+    assert critical(2000, 0, 0.05) == pytest.approx(1.645, abs=0.08)  # white noise: the normal quantile
+    assert critical(2000, 0, 0.05) < critical(100, 10, 0.05) < critical(100, 99, 0.05)  # wider as lag / n grows
+    assert critical(100, 10, 0.01) > critical(100, 10, 0.05)
+    assert critical(100, 10, 0.05) == critical(100, 10, 0.05)  # the same draws every call
+
+
 def test_a_model_without_a_correction_to_weigh_says_so():
     s = spec("M")
     for name, options in (("informer", {}), ("logsparse", {"decoding": "autoregressive", "revin": True}),

@@ -73,7 +73,8 @@ def test_two_recipes_of_one_model_at_one_window_never_collide():
 @pytest.mark.parametrize("setting, value", [("max_epochs", 1), ("learning_rate", 0.5), ("lr_schedule", "cosine"),
                                             ("patience", 1), ("batch_size", 8), ("loss", "mae"),
                                             ("precision", "bf16-mixed"), ("limit_train_batches", 3),
-                                            ("weight_decay", 0.1), ("calibrate_scale", False)])
+                                            ("weight_decay", 0.1), ("calibrate_scale", False),
+                                            ("correction_significance", 0.05)])
 def test_a_changed_training_setting_is_a_different_run(setting, value):
     """A smoke run (one epoch, a few batches) never marks the real run done, whatever it changes."""
     real, changed = experiment(), experiment(**{setting: value})
@@ -177,6 +178,17 @@ def test_a_forecaster_in_the_improved_recipe_fits_its_correction_weight_on_valid
     paper = Forecaster("informer", recipe="paper", revin=True, **options).fit(frame)
     weight = float(improved.model.revin.correction_weight)
     assert 0.0 <= weight < 1.0 and float(paper.model.revin.correction_weight) == 1.0
+
+
+def test_a_tested_correction_needs_the_fitted_one_and_a_level_between_zero_and_one_half():
+    from forecast.errors import ConfigError
+
+    assert TrainingConfig(calibrate_correction=True, correction_significance=0.05).correction_significance == 0.05
+    with pytest.raises(ConfigError, match="set calibrate_correction=True"):
+        TrainingConfig(correction_significance=0.05)
+    for level in (0.0, 0.5, 1.0, float("nan")):
+        with pytest.raises(ConfigError, match="correction_significance"):
+            TrainingConfig(calibrate_correction=True, correction_significance=level)
 
 
 def test_calibration_skips_a_model_without_a_fitted_scale_instead_of_failing_after_training():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -11,6 +12,8 @@ from torch import Tensor, nn
 
 from forecast.checks import require_choice, require_int, require_ints, require_levels
 from forecast.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # the data layer's type, named for readers only: models never import data
     from forecast.data.fitted import FittedState
@@ -165,6 +168,40 @@ def path_quantiles(paths: Tensor, levels: Sequence[float]) -> dict[float, Tensor
     return {level: values[index] for index, level in enumerate(checked)}
 
 
+def diebold_mariano(differential: Tensor, lag: int) -> Tensor:
+    """The Diebold-Mariano statistic (Diebold and Mariano, 1995) of loss differentials ``[..., N]`` in time
+    order, one per leading index: the mean over its standard error, whose long-run variance is Newey and
+    West's (Bartlett weights ``1 - k / (lag + 1)`` on the autocovariances up to ``lag``, at most ``N - 1``).
+    Positive when the first forecast's losses are the larger. ``lag`` is ``h - 1`` for ``h``-step
+    forecasts, whose errors overlap. ``inf`` (``-inf``, NaN for a zero mean) where the differential
+    does not vary."""
+    d = differential.double()
+    n = d.shape[-1]
+    centred = d - d.mean(dim=-1, keepdim=True)  # [..., N]
+    variance = centred.square().sum(dim=-1) / n  # [...]
+    for k in range(1, min(lag, n - 1) + 1):
+        variance = variance + 2 * (1 - k / (lag + 1)) * (centred[..., k:] * centred[..., :-k]).sum(dim=-1) / n
+    return d.mean(dim=-1) / (variance / n).sqrt()
+
+
+def diebold_mariano_critical_value(n: int, lag: int, significance: float, draws: int = 4000) -> float:
+    """The one-sided critical value of :func:`diebold_mariano` at ``significance`` for ``n`` differentials and
+    that ``lag``: the ``1 - significance`` quantile of the statistic over ``draws`` Gaussian white-noise
+    series of length ``n`` (a fixed seed, so the same every call).
+
+    With the lag a fixed share of ``n`` (Kiefer and Vogelsang's fixed-b asymptotics) the statistic's
+    limit does not depend on the differential's autocorrelation but is wider than the standard normal
+    (Coroneo and Iacone, 2020, recommend these critical values for comparing forecasts on small
+    samples): at a lag near ``n`` the normal's 1.645 would reject far too often.
+    """
+    generator = torch.Generator().manual_seed(0)
+    chunk = max(1, min(draws, 2**22 // max(n, 1)))  # rows per batch of draws, about 32 MB of float64
+    statistics = [diebold_mariano(torch.randn(min(chunk, draws - start), n, generator=generator,
+                                              dtype=torch.float64), lag)
+                  for start in range(0, draws, chunk)]
+    return float(torch.cat(statistics).quantile(1 - significance))
+
+
 def horizon_target(y: Tensor, c_out: int, horizon: int) -> Tensor:
     """The values a forecast is scored against: ``y [B, label_len + P, C_in] -> [B, P, C_out]``.
 
@@ -242,24 +279,46 @@ class ForecastModel(nn.Module):
         return False
 
     @torch.no_grad()
-    def fit_correction_weight(self, batches: Iterable[Mapping[str, Tensor]]) -> float:
+    def fit_correction_weight(self, batches: Iterable[Mapping[str, Tensor]], significance: float | None = None
+                              ) -> float:
         """Fit ``revin.correction_weight``, the share of the network's correction kept, on ``batches``
-        (held-out windows, never test ones); returns it.
+        (held-out windows in time order, never test ones); returns it.
 
         With ``c`` the window's centre (weight 0) and ``f`` the whole forecast (weight 1), the
         forecast ``c + w (f - c)`` has the least squared error over every horizon step and variable
         at ``w = sum((y - c)(f - c)) / sum((f - c)^2)``, kept in [0, 1]: a correction is shrunk
         where it does not pay, never amplified. Below 1/2 exactly when the whole correction
-        forecasts worse than the centre. Call in eval mode (no dropout).
+        forecasts worse than the centre.
+
+        With ``significance``, that share is kept only when the whole forecast beats the centre on
+        these windows by a one-sided Diebold-Mariano test at that level (:func:`diebold_mariano` of
+        the per-window squared-error differences, lag ``pred_len - 1`` as overlapping windows' errors
+        are correlated, at most the number of windows less one; critical value from
+        :func:`diebold_mariano_critical_value`); otherwise none is. A least-squares share fitted on a few independent
+        stretches of a random walk is noise, and the centre is the safer forecast there.
+        Call in eval mode (no dropout).
         """
         revin = self._correctable_revin()
-        cross = square = 0.0
+        crosses, squares = [], []
         for batch in batches:
             center, correction = self.center_and_correction(*model_inputs(self.spec, batch))  # [B, P, C_out] each
             target = horizon_target(batch["y"], center.shape[2], center.shape[1])
-            cross += float((correction * (target - center)).sum(dtype=torch.float64))
-            square += float(correction.square().sum(dtype=torch.float64))
-        fitted = min(1.0, max(0.0, cross / square)) if square > 0 else 1.0
+            crosses.append((correction * (target - center)).sum(dim=(1, 2), dtype=torch.float64))  # [B]
+            squares.append(correction.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
+        cross, square = torch.cat(crosses), torch.cat(squares)  # [N] each, one per window
+        total = float(square.sum())
+        fitted = min(1.0, max(0.0, float(cross.sum()) / total)) if total > 0 else 1.0
+        if significance is not None and fitted > 0 and len(cross) > 1:
+            # Per window, the centre's squared error minus the whole forecast's: positive where the correction pays.
+            # The bandwidth is the horizon, at most the number of windows (then the critical value is wider).
+            lag = min(self.spec.pred_len, len(cross)) - 1
+            statistic = float(diebold_mariano(2 * cross - square, lag))
+            critical = diebold_mariano_critical_value(len(cross), lag, significance)
+            if not statistic > critical:
+                log.info("the network's correction did not beat the centre on the validation windows "
+                         "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it", statistic, critical,
+                         significance)
+                fitted = 0.0
         revin.correction_weight.fill_(fitted)
         return fitted
 
