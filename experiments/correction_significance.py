@@ -52,9 +52,10 @@ def main(argv: list[str] | None = None) -> None:
             untested = model.fit_correction_weight(validation.val_dataloader())
             tested = model.fit_correction_weight(validation.val_dataloader(), args.significance)
             cross, square, _, _ = window_terms(model, validation.val_dataloader())
-            lag = min(model.spec.pred_len, len(cross)) - 1
-            statistic = float(diebold_mariano(2 * cross - square, lag))
-            critical = diebold_mariano_critical_value(len(cross), lag, args.significance)
+            lag = model.spec.pred_len - 1
+            testable = len(cross) > model.spec.pred_len  # two disjoint horizons (fit_correction_weight's rule)
+            statistic = float(diebold_mariano(2 * cross - square, lag)) if testable else float("nan")
+            critical = diebold_mariano_critical_value(len(cross), lag, args.significance) if testable else float("nan")
             test = forecaster._options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state,
                                                       test_split="test")
             test.setup("test")

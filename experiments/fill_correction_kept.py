@@ -19,12 +19,11 @@ from pathlib import Path
 
 import torch
 
-from forecast.experiment import run_name
+from forecast.experiment import row_key, run_name
 from forecast.predictor import WEIGHTS_FILE
-from forecast.results import COLUMNS, KEY, locked
+from forecast.results import COLUMNS, locked
 
 HERE = Path(__file__).resolve().parent
-_INTEGER_KEYS = ("seq_len", "label_len", "pred_len", "seed")
 _BUFFER = "correction_weight"
 
 
@@ -49,8 +48,7 @@ def fill(path: Path, runs_dir: Path) -> int:
         for row in rows:
             if row.get("correction_kept"):
                 continue
-            key = {name: int(row[name]) if name in _INTEGER_KEYS else row[name] for name in KEY}
-            weight = saved_correction_weight(runs_dir / run_name(key))
+            weight = saved_correction_weight(runs_dir / run_name(row_key(row)))
             if weight is not None:
                 row["correction_kept"] = repr(weight)
                 filled += 1

@@ -38,11 +38,13 @@ from forecast.api import Forecaster
 from forecast.data import DataConfig
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
-from forecast.recipes import DEFAULT_RECIPE, get_recipe, training_differences
-from forecast.results import EMPTY_DATA, PROBABILISTIC_COLUMNS, append_new_row, has_row
-from forecast.training import TrainingConfig, device_description, git_commit, test_windows
+from forecast.predictor import WEIGHTS_FILE
+from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
+from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results
+from forecast.training import (TrainingConfig, calibrate_on_validation, device_description, git_commit,
+                               load_checkpoint, test_windows)
 
-__all__ = ["Experiment", "dataset_label", "run_experiment", "run_name"]
+__all__ = ["Experiment", "dataset_label", "row_key", "run_experiment", "run_name"]
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +170,63 @@ def run_name(key: Mapping[str, Any]) -> str:
     return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training", "data")) + f"-{digest}"
 
 
+def row_key(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`~forecast.results.KEY` of a results row as read back (:func:`run_name` takes it): the window
+    and seed as ints, the rest as text."""
+    return {name: int(row[name]) if name in ("seq_len", "label_len", "pred_len", "seed") else str(row[name])
+            for name in KEY}
+
+
 def _blank_if_none(value: float | None) -> float | str:
     return "" if value is None else value
+
+
+def _trained_settings(training_text: str) -> dict[str, Any]:
+    return {name: value for name, value in json.loads(training_text).items() if name not in POST_TRAINING_SETTINGS}
+
+
+@dataclass(frozen=True)
+class _TrainedRun:
+    """A finished run whose training ``experiment`` shares: its folder, best checkpoint and row."""
+
+    folder: Path
+    best_checkpoint: Path
+    row: dict[str, Any]
+
+
+def _trained_sibling(experiment: Experiment, results: Path, runs_dir: Path) -> _TrainedRun | None:
+    """The latest recorded run that differs from ``experiment`` only in :data:`POST_TRAINING_SETTINGS` and
+    whose folder in ``runs_dir`` holds its saved model and its one best checkpoint; None without one."""
+    if experiment.model in PARAMETER_FREE:
+        return None
+    key = experiment.key()
+    trained = _trained_settings(key["training"])
+    for row in reversed(read_results(results).to_dict("records")):
+        sibling = row_key(row)
+        if (any(sibling[name] != key[name] for name in KEY if name != "training")
+                or _trained_settings(sibling["training"]) != trained):
+            continue
+        folder = runs_dir / run_name(sibling)
+        best = sorted((folder / "checkpoints").glob("best-epoch=*.ckpt"))
+        if (folder / WEIGHTS_FILE).is_file() and len(best) == 1:
+            return _TrainedRun(folder, best[0], row)
+    return None
+
+
+def _refit_after_training(experiment: Experiment, trained: _TrainedRun, progress: bool | None
+                          ) -> tuple[Forecaster, dict[str, float]]:
+    """``trained``'s weights as training left them (its best checkpoint), with ``experiment``'s steps after
+    training fitted on the validation windows, and the test metrics of every window."""
+    log.info("%s differs from %s only in what is fitted after training: re-fitting that on its trained weights",
+             experiment.run_name(), trained.folder.name)
+    forecaster = Forecaster.load(trained.folder)
+    forecaster.module.load_state_dict(load_checkpoint(trained.best_checkpoint)["state_dict"])
+    datamodule = forecaster._options.new_datamodule(experiment.dataset, experiment.data_options.get("split"),
+                                                    fitted=forecaster.fitted_state)
+    datamodule.setup("fit")
+    calibrate_on_validation(forecaster.model, datamodule, experiment.training)
+    progress = forecaster.progress if progress is None else progress
+    return forecaster, test_windows(forecaster.module, datamodule, experiment.training, progress=progress)
 
 
 def run_experiment(
@@ -184,7 +241,11 @@ def run_experiment(
     """Run ``experiment`` unless its row is in ``results``; returns the appended row, or ``None`` when skipped.
 
     Checkpoints go to ``runs_dir/<experiment.run_name()>/checkpoints`` every epoch; a run
-    that was killed resumes from its ``last.ckpt``. Checkpoints are read with
+    that was killed resumes from its ``last.ckpt``. A run that differs from a finished one (its row in
+    ``results``, its folder with the saved model and best checkpoint in ``runs_dir``) only in
+    :data:`~forecast.recipes.POST_TRAINING_SETTINGS` would train the same weights: it starts from that run's
+    best checkpoint instead, fits its own steps after training, and copies the training columns (epochs,
+    best epoch, seconds, device, validation loss) from that run's row. Checkpoints are read with
     ``weights_only=True``. ``command`` is recorded in the row (how to reproduce it);
     ``callbacks`` are added to the Trainer's. ``progress``: Lightning's progress bar (``None``: in
     interactive use, as :class:`~forecast.Forecaster` decides).
@@ -195,26 +256,35 @@ def run_experiment(
         log.info("already in %s, skipping: %s", results, key)
         return None
 
-    run_dir = Path(runs_dir) / experiment.run_name()
-    forecaster = experiment.forecaster(progress=progress, callbacks=callbacks)
-    forecaster.fit(experiment.dataset, split=experiment.data_options.get("split"), run_dir=run_dir)
-    fit = forecaster.last_fit
-    metrics = test_windows(forecaster.module, forecaster.datamodule, experiment.training, trainer=fit.trainer,
-                           progress=forecaster.progress)
+    trained = _trained_sibling(experiment, results, Path(runs_dir))
+    trainer = None
+    if trained is not None:
+        forecaster, metrics = _refit_after_training(experiment, trained, progress)
+        training = {name: trained.row[name] for name in ("epochs", "best_epoch", "train_seconds", "device",
+                                                          "val_loss")}
+    else:
+        forecaster = experiment.forecaster(progress=progress, callbacks=callbacks)
+        forecaster.fit(experiment.dataset, split=experiment.data_options.get("split"),
+                       run_dir=Path(runs_dir) / experiment.run_name())
+        fit = forecaster.last_fit
+        trainer = fit.trainer
+        metrics = test_windows(forecaster.module, forecaster.datamodule, experiment.training, trainer=trainer,
+                               progress=forecaster.progress)
+        training = dict(epochs=fit.epochs, best_epoch=fit.best_epoch, train_seconds=round(fit.train_seconds, 1),
+                        device=device_description(trainer),
+                        val_loss=fit.best_val_loss if fit.best_val_loss is not None else "")
     row = dict(
         key,
         mse=metrics["test_mse"], mae=metrics["test_mae"],
         mse_orig=metrics.get("test_mse_orig", float("nan")),
         mae_orig=metrics.get("test_mae_orig", float("nan")),
         n_test_windows=int(metrics["test_windows"]),
-        epochs=fit.epochs, best_epoch=fit.best_epoch,
-        train_seconds=round(fit.train_seconds, 1), device=device_description(fit.trainer),
-        version=forecast.__version__, commit=git_commit(outputs=[Path(results).parent]),
-        command=command, val_loss=fit.best_val_loss if fit.best_val_loss is not None else "",
+        version=forecast.__version__, commit=git_commit(outputs=[Path(results).parent]), command=command,
         correction_kept=_blank_if_none(forecaster.model.correction_kept),
+        **training,
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},
     )
-    if fit.trainer is not None and not fit.trainer.is_global_zero:  # under DDP every process tests; one writes
+    if trainer is not None and not trainer.is_global_zero:  # under DDP every process tests; one writes
         return row
     if not append_new_row(results, row):  # another worker finished the same run first
         log.warning("%s already holds this run's row; this run's row was not added: %s", results, key)

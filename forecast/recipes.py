@@ -17,7 +17,9 @@ Two recipes:
   (``linear_skip``, :class:`~forecast.layers.blocks.LinearSkip`),
   Adam at 1e-3 halved every epoch for at most 10 epochs; after training, the share of the
   network's correction to RevIN's centre that is kept and a Gaussian head's scale, both fitted
-  on the validation windows (``calibrate_correction``, ``calibrate_scale``).
+  on the validation windows (``calibrate_correction``, ``calibrate_scale``). The share is kept only
+  where the whole forecast beats the centre there by a one-sided Diebold-Mariano test at 5%
+  (``correction_significance``), none otherwise.
 
 Options given explicitly always win over the recipe's. A run's identity (results key,
 run folder) holds the recipe's name, the model options after the recipe is applied, every
@@ -35,8 +37,8 @@ from typing import Any
 
 from forecast.errors import ConfigError
 
-__all__ = ["DEFAULT_RECIPE", "NEUTRAL_TRAINER_ARGUMENTS", "RECIPES", "Recipe", "RESULT_SETTINGS", "get_recipe",
-           "training_differences"]
+__all__ = ["DEFAULT_RECIPE", "NEUTRAL_TRAINER_ARGUMENTS", "POST_TRAINING_SETTINGS", "RECIPES", "Recipe",
+           "RESULT_SETTINGS", "get_recipe", "training_differences"]
 
 DEFAULT_RECIPE = "improved"
 
@@ -44,6 +46,9 @@ DEFAULT_RECIPE = "improved"
 RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
                    "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "calibrate_correction",
                    "correction_significance", "ema_decay")
+# The RESULT_SETTINGS applied after training (calibrate_on_validation): runs that differ only in them train
+# the same weights, so the experiment runner re-fits these on a finished run instead of training again.
+POST_TRAINING_SETTINGS = ("calibrate_scale", "calibrate_correction", "correction_significance")
 
 
 @dataclass(frozen=True)
@@ -83,8 +88,10 @@ IMPROVED = Recipe(
     "improved",
     "Reversible instance normalization on every neural model, sizes and channel mode chosen on validation "
     "windows, Adam 1e-3 halved every epoch, at most 10 epochs, patience 3; after training, the share of the "
-    "network's correction to RevIN's centre kept and a Gaussian head's scale, both fitted on the validation windows.",
-    training={"learning_rate": 1e-3, "max_epochs": 10, "calibrate_scale": True, "calibrate_correction": True},
+    "network's correction to RevIN's centre kept (none unless the correction beats the centre by a 5% test) and a "
+    "Gaussian head's scale, both fitted on the validation windows.",
+    training={"learning_rate": 1e-3, "max_epochs": 10, "calibrate_scale": True, "calibrate_correction": True,
+              "correction_significance": 0.05},
     model_options={
         "informer": _INFORMER,
         "transformer": _INFORMER,

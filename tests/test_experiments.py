@@ -144,6 +144,42 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert np.isfinite(values).all() and 0 <= values[-1] <= 1
 
 
+def test_a_run_differing_only_after_training_refits_a_finished_one_and_scores_as_training_it_would(tmp_path):
+    from forecast.cli import main
+
+    rows = 300
+    t = np.arange(rows)
+    csv = tmp_path / "toy.csv"
+    pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
+                  "a": np.sin(t / 5.0), "OT": np.cos(t / 7.0) + 5}).to_csv(csv, index=False)
+    config = tmp_path / "logsparse.yaml"
+    config.write_text(yaml.safe_dump({  # a Gaussian head: its scale is fitted after training, unless told not to
+        "model": {"name": "logsparse", "head": "gaussian", "d_model": 16, "n_heads": 2, "d_ff": 16, "n_layers": 1},
+        "data": {"dataset": str(csv), "features": "MS", "seq_len": 24, "label_len": 12, "pred_len": 6,
+                 "batch_size": 16},
+        "trainer": {"max_epochs": 2}}))
+    unscaled = ["--set", "trainer.calibrate_scale=false", "--set", "trainer.correction_significance=0.01"]
+
+    def sweep(folder: str, *extra: str) -> pd.DataFrame:
+        assert main(["sweep", "--config", str(config), "--results_dir", str(tmp_path / folder / "results"),
+                     "--runs_dir", str(tmp_path / folder / "runs"), *extra]) == 0
+        return read_results(tmp_path / folder / "results" / "toy.csv")
+
+    sweep("here")
+    first, refitted = sweep("here", *unscaled).to_dict("records")
+    trained = {name: value for name, value in json.loads(first["training"]).items() if name != "calibrate_scale"}
+    assert json.loads(refitted["training"]) == {**trained, "correction_significance": 0.01}  # False: the default
+    assert len(list((tmp_path / "here" / "runs").iterdir())) == 1  # nothing trained a second time
+    for column in ("epochs", "best_epoch", "train_seconds", "device", "val_loss"):
+        assert refitted[column] == first[column]
+    (fresh,) = sweep("elsewhere", *unscaled).to_dict("records")  # the same run, trained
+    assert fresh["training"] == refitted["training"] and fresh["epochs"] == refitted["epochs"]
+    columns = ("mse", "mae", "mse_orig", "correction_kept", "coverage_0.8", "rho_risk_0.9")
+    for column in columns:  # from the weights as training left them, not the first run's scaled ones
+        assert refitted[column] == pytest.approx(fresh[column], rel=1e-9, abs=1e-12)
+    assert first["coverage_0.8"] != refitted["coverage_0.8"]
+
+
 # ------------------------------------------------------------- configs and report
 
 STANDARD_HORIZONS = {

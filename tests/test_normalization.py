@@ -441,6 +441,8 @@ def test_a_tested_correction_is_kept_only_where_the_whole_forecast_beats_the_cen
     assert net.fit_correction_weight(unhelpful) == pytest.approx(0.1, abs=1e-4)
     assert net.fit_correction_weight(unhelpful, significance=0.05) == 0.0
     assert net.correction_kept == 0.0
+    # Eight windows of eight steps hold one horizon's stretch: nothing to test, the fitted share stands.
+    assert net.fit_correction_weight(unhelpful[:2], significance=0.05) == pytest.approx(0.1, abs=1e-4)
 
 
 def test_the_diebold_mariano_statistic_is_the_mean_over_its_newey_west_standard_error():

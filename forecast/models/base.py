@@ -293,8 +293,9 @@ class ForecastModel(nn.Module):
         With ``significance``, that share is kept only when the whole forecast beats the centre on
         these windows by a one-sided Diebold-Mariano test at that level (:func:`diebold_mariano` of
         the per-window squared-error differences, lag ``pred_len - 1`` as overlapping windows' errors
-        are correlated, at most the number of windows less one; critical value from
-        :func:`diebold_mariano_critical_value`); otherwise none is. A least-squares share fitted on a few independent
+        are correlated; critical value from :func:`diebold_mariano_critical_value`); otherwise none
+        is. The test needs two disjoint horizons among the windows (more windows than ``pred_len``):
+        with fewer, their errors are one stretch, which no test can weigh, and the fitted share stands. A least-squares share fitted on a few independent
         stretches of a random walk is noise, and the centre is the safer forecast there.
         Call in eval mode (no dropout).
         """
@@ -308,10 +309,13 @@ class ForecastModel(nn.Module):
         cross, square = torch.cat(crosses), torch.cat(squares)  # [N] each, one per window
         total = float(square.sum())
         fitted = min(1.0, max(0.0, float(cross.sum()) / total)) if total > 0 else 1.0
-        if significance is not None and fitted > 0 and len(cross) > 1:
+        horizon = self.spec.pred_len
+        if significance is not None and fitted > 0 and len(cross) <= horizon:
+            log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test the "
+                     "correction, so the least-squares share stands", len(cross), horizon)
+        elif significance is not None and fitted > 0:
             # Per window, the centre's squared error minus the whole forecast's: positive where the correction pays.
-            # The bandwidth is the horizon, at most the number of windows (then the critical value is wider).
-            lag = min(self.spec.pred_len, len(cross)) - 1
+            lag = horizon - 1
             statistic = float(diebold_mariano(2 * cross - square, lag))
             critical = diebold_mariano_critical_value(len(cross), lag, significance)
             if not statistic > critical:
