@@ -7,13 +7,13 @@ Rows written by code older than the column (runs from a worktree pinned before i
 (``RUNS_DIR/<run name>/model.pt``, the run name being a function of the row's key), with the
 correction weight it forecast with as the buffer ``revin.correction_weight``; this copies that
 weight into the row. Rows whose folder or saved model is missing, and models without the buffer
-(no RevIN, or autoregressive LogSparse), stay blank. Files are rewritten under their lock.
+(no RevIN, or autoregressive LogSparse), stay blank. Files are rewritten under their lock
+(:func:`forecast.results.update_rows`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import torch
 
 from forecast.experiment import row_key, run_name
 from forecast.predictor import WEIGHTS_FILE
-from forecast.results import COLUMNS, locked
+from forecast.results import update_rows
 
 HERE = Path(__file__).resolve().parent
 _BUFFER = "correction_weight"
@@ -41,23 +41,14 @@ def saved_correction_weight(run_dir: Path) -> float | None:
 
 def fill(path: Path, runs_dir: Path) -> int:
     """Fill the blank ``correction_kept`` cells of ``path`` from ``runs_dir``; returns how many were filled."""
-    with locked(path):
-        with path.open(newline="") as handle:  # closed before the same file is rewritten below
-            rows = list(csv.DictReader(handle))
-        filled = 0
-        for row in rows:
-            if row.get("correction_kept"):
-                continue
-            weight = saved_correction_weight(runs_dir / run_name(row_key(row)))
-            if weight is not None:
-                row["correction_kept"] = repr(weight)
-                filled += 1
-        if filled:
-            with path.open("w", newline="") as out:
-                writer = csv.DictWriter(out, fieldnames=COLUMNS, restval="", lineterminator="\n")
-                writer.writeheader()
-                writer.writerows(rows)
-    return filled
+
+    def update(row: dict[str, str]) -> bool:
+        weight = None if row.get("correction_kept") else saved_correction_weight(runs_dir / run_name(row_key(row)))
+        if weight is not None:
+            row["correction_kept"] = repr(weight)
+        return weight is not None
+
+    return update_rows(path, update)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ gives must equal the row's ``options``, or the script stops: a row is never re-k
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shlex
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 from forecast.config import load_config
 from forecast.experiment import Experiment
 from forecast.recipes import DEFAULT_RECIPE
-from forecast.results import COLUMNS, locked
+from forecast.results import update_rows
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -78,25 +77,18 @@ def experiment_of(command: str) -> Experiment:
 
 def migrate(path: Path) -> int:
     """Fill ``recipe``/``training`` of the rows of ``path`` that lack them; returns how many."""
-    with locked(path):
-        with path.open(newline="") as handle:  # closed before the same file is rewritten below
-            rows = list(csv.DictReader(handle))
-        changed = 0
-        for row in rows:
-            if row.get("recipe"):
-                continue
-            experiment = experiment_of(row["command"])
-            key = experiment.key()
-            if key["options"] != row["options"] or key["model"] != row["model"]:
-                raise ValueError(f"{path}: the command {row['command']!r} gives options {key['options']}, "
-                                 f"the row has {row['options']}")
-            row["recipe"], row["training"] = key["recipe"], key["training"]
-            changed += 1
-        with path.open("w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=COLUMNS, restval="", lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-    return changed
+
+    def update(row: dict[str, str]) -> bool:
+        if row.get("recipe"):
+            return False
+        key = experiment_of(row["command"]).key()
+        if key["options"] != row["options"] or key["model"] != row["model"]:
+            raise ValueError(f"{path}: the command {row['command']!r} gives options {key['options']}, "
+                             f"the row has {row['options']}")
+        row["recipe"], row["training"] = key["recipe"], key["training"]
+        return True
+
+    return update_rows(path, update)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import csv
 import io
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,24 @@ def append_new_row(path: str | os.PathLike, row: dict[str, Any]) -> bool:
         return True
 
 
+def update_rows(path: str | os.PathLike, update: Callable[[dict[str, str]], bool]) -> int:
+    """Apply ``update`` to every row of ``path`` (its cells as text, changed in place; it returns whether it
+    changed the row) under the file's lock, and rewrite the file in :data:`COLUMNS` when any row changed, the
+    same atomic way as an append. Returns how many rows changed. For migrations of recorded rows."""
+    path = Path(path)
+    with locked(path):
+        reader = csv.DictReader(io.StringIO(path.read_text()))
+        rows = list(reader)
+        unknown = set(reader.fieldnames or ()) - set(COLUMNS)
+        if unknown:
+            raise ValueError(f"{path} has columns {sorted(unknown)} that results files do not have; "
+                             "Fix: move those rows to another file first.")
+        changed = sum(bool(update(row)) for row in rows)
+        if changed:
+            _write_atomically(path, rows)
+    return changed
+
+
 def _check_complete(row: dict[str, Any]) -> None:
     """Refuse a row that lacks a required column before anything touches the file."""
     missing = set(COLUMNS) - set(OPTIONAL_NUMBERS) - row.keys()
@@ -147,7 +165,12 @@ def _check_complete(row: dict[str, Any]) -> None:
 
 def _append_unlocked(path: Path, row: dict[str, Any]) -> None:
     """The read-modify-write of :func:`append_row`; the caller holds the file's lock (which made the folder)."""
-    existing = _in_current_columns(path) if path.exists() else ""
+    _write_atomically(path, [row], _in_current_columns(path) if path.exists() else "")
+
+
+def _write_atomically(path: Path, rows: Iterable[dict[str, Any]], existing: str = "") -> None:
+    """``existing`` (a results file's text in :data:`COLUMNS`, or nothing) then ``rows``, written to a temp file
+    renamed over ``path``, so a crash never tears the file."""
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", newline="") as out:
@@ -156,7 +179,7 @@ def _append_unlocked(path: Path, row: dict[str, Any]) -> None:
                                     lineterminator="\n")
             if not existing:
                 writer.writeheader()
-            writer.writerow(row)
+            writer.writerows(rows)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, path)

@@ -100,14 +100,19 @@ def test_append_row_rejects_incomplete_rows(tmp_path):
     assert not (tmp_path / "r.csv").exists()
 
 
+def toy_csv(tmp_path: Path) -> Path:
+    """300 hourly rows of two smooth variables, ``a`` and the target ``OT``."""
+    t = np.arange(300)
+    path = tmp_path / "toy.csv"
+    pd.DataFrame({"date": pd.date_range("2022-01-01", periods=300, freq="h"),
+                  "a": np.sin(t / 5.0), "OT": np.cos(t / 7.0) + 5}).to_csv(path, index=False)
+    return path
+
+
 def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     from forecast.cli import main
 
-    rows = 300
-    t = np.arange(rows)
-    csv = tmp_path / "toy.csv"
-    pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
-                  "a": np.sin(t / 5.0), "OT": np.cos(t / 7.0) + 5}).to_csv(csv, index=False)
+    csv = toy_csv(tmp_path)
     data = {"dataset": str(csv), "features": "MS", "seq_len": 24, "label_len": 12, "pred_len": 6}
     informer, seasonal = tmp_path / "informer.yaml", tmp_path / "seasonal.yaml"
     informer.write_text(yaml.safe_dump({"model": {"name": "informer", "d_model": 16, "n_heads": 2, "d_ff": 16},
@@ -147,11 +152,7 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
 def test_a_run_differing_only_after_training_refits_a_finished_one_and_scores_as_training_it_would(tmp_path):
     from forecast.cli import main
 
-    rows = 300
-    t = np.arange(rows)
-    csv = tmp_path / "toy.csv"
-    pd.DataFrame({"date": pd.date_range("2022-01-01", periods=rows, freq="h"),
-                  "a": np.sin(t / 5.0), "OT": np.cos(t / 7.0) + 5}).to_csv(csv, index=False)
+    csv = toy_csv(tmp_path)
     config = tmp_path / "logsparse.yaml"
     config.write_text(yaml.safe_dump({  # a Gaussian head: its scale is fitted after training, unless told not to
         "model": {"name": "logsparse", "head": "gaussian", "d_model": 16, "n_heads": 2, "d_ff": 16, "n_layers": 1},
