@@ -294,10 +294,10 @@ class ForecastModel(nn.Module):
         these windows by a one-sided Diebold-Mariano test at that level (:func:`diebold_mariano` of
         the per-window squared-error differences, lag ``pred_len - 1`` as overlapping windows' errors
         are correlated; critical value from :func:`diebold_mariano_critical_value`); otherwise none
-        is. The test needs two disjoint horizons among the windows (more windows than ``pred_len``):
-        with fewer, their errors are one stretch, which no test can weigh, and the fitted share stands. A least-squares share fitted on a few independent
-        stretches of a random walk is noise, and the centre is the safer forecast there.
-        Call in eval mode (no dropout).
+        is: a share fitted on a few independent stretches of a random walk is noise, and the centre is
+        the safer forecast there. The test needs two disjoint horizons among the windows (more windows
+        than ``pred_len``); with fewer, their errors are one stretch that no test can weigh, and the
+        fitted share stands. Call in eval mode (no dropout).
         """
         revin = self._correctable_revin()
         crosses, squares = [], []
