@@ -65,7 +65,8 @@ class TrainingConfig:
     fits how much of its network's correction to the window's centre to keep, by least squares on
     the validation windows (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`);
     with ``correction_significance`` (e.g. 0.05) it keeps that share only when the whole forecast beats
-    the centre there by a one-sided Diebold-Mariano test at that level, and none otherwise.
+    the centre there by a one-sided Diebold-Mariano test at that level, and none otherwise (without
+    ``calibrate_correction`` nothing is fitted and nothing is tested, so a recipe's level can stay).
     ``calibrate_scale``: then a model that can (``model.calibratable``) fits its predictive scale
     on them. Both are :func:`calibrate_on_validation`; the ``improved`` recipe turns both on.
     """
@@ -110,10 +111,6 @@ class TrainingConfig:
         if self.correction_significance is not None:
             require_real("correction_significance", self.correction_significance, low=0, high=0.5, low_open=True,
                          high_open=True, hint="None: keep the least-squares share untested; e.g. 0.05")
-            if not self.calibrate_correction:
-                raise ConfigError(f"correction_significance={self.correction_significance} tests the correction "
-                                  "weight that calibrate_correction fits. Fix: set calibrate_correction=True, or "
-                                  "leave correction_significance None.")
         if self.ema_decay is not None:
             require_real("ema_decay", self.ema_decay, low=0, high=1, low_open=True, high_open=True,
                          hint="None: no weight averaging; e.g. 0.99 averages over about the last 100 steps")
