@@ -84,11 +84,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("dataset", help="the registered dataset it was fitted on")
     args = parser.parse_args(argv)
     forecaster, data = Forecaster.load(args.run_dir), datasets.load(args.dataset)
-    predictor, options = forecaster.predictor, forecaster._options
     model = forecaster.model.eval()
-    validation = options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state)
+    validation = forecaster.windows_of(data)
     validation.setup("fit")
-    test = options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state, test_split="test")
+    test = forecaster.windows_of(data)
     test.setup("test")
     val, held_out = parts(model, validation.val_dataloader()), parts(model, test.test_dataloader())
     half = val["y"].shape[0] // 2

@@ -44,9 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     for run_dir in args.run_dirs:
         forecaster = Forecaster.load(run_dir)
-        predictor, model = forecaster.predictor, forecaster.model.eval()
+        model = forecaster.model.eval()
         data = datasets.load(run_dir.name.split("_model=")[0].removeprefix("dataset="))  # the folder names it
-        validation = forecaster._options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state)
+        validation = forecaster.windows_of(data)
         validation.setup("fit")
         with torch.no_grad():
             untested = model.fit_correction_weight(validation.val_dataloader())
@@ -56,8 +56,7 @@ def main(argv: list[str] | None = None) -> None:
             testable = len(cross) > model.spec.pred_len  # two disjoint horizons (fit_correction_weight's rule)
             statistic = float(diebold_mariano(2 * cross - square, lag)) if testable else float("nan")
             critical = diebold_mariano_critical_value(len(cross), lag, args.significance) if testable else float("nan")
-            test = forecaster._options.new_datamodule(data, predictor.split, fitted=predictor.fitted_state,
-                                                      test_split="test")
+            test = forecaster.windows_of(data)
             test.setup("test")
             t_cross, t_square, t_base, cells = window_terms(model, test.test_dataloader())
 

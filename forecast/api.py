@@ -72,18 +72,18 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data)
 
 
-def _score(predictor: Predictor, options: ForecasterOptions, data: Table | None, split: Any, windows: str,
-           detail: bool, by_series: bool) -> pd.DataFrame:
+def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str, detail: bool, by_series: bool
+           ) -> pd.DataFrame:
     """``Forecaster.evaluate``'s scoring: the report of split ``windows`` of the fitted data, or of ``data``
     (split by ``split``, default the fit's) scaled with the fitted state."""
+    predictor, options = forecaster.predictor, forecaster._options
     module = predictor.module
     if data is None:
         datamodule = predictor.require_data("evaluate()")
         if windows != datamodule.config.test_split:
             datamodule = datamodule.with_options(test_split=windows)
     else:
-        datamodule = options.new_datamodule(data, split if split is not None else predictor.split, test_split=windows,
-                                            fitted=predictor.fitted_state)
+        datamodule = forecaster.windows_of(data, split=split, windows=windows)
     if require_bool("by_series", by_series):
         return series_report(predictor.model, predictor.fitted_state, datamodule.test_dataloader())
     test_windows(module, datamodule, options.training, callbacks=options.callbacks, progress=options.progress)
@@ -228,6 +228,16 @@ class Forecaster:
     def freq(self) -> str:
         return self.predictor.freq
 
+    def windows_of(self, data: Table, *, split: Any = None, windows: str = "test") -> WindowDataModule:
+        """A data module cutting ``data``'s windows as this forecaster's fit did, scaled with the fitted state
+        (never refitted): split by ``split`` (default the fit's), its test loader serving split ``windows``.
+        Call ``setup("fit")`` for the train and validation loaders, ``setup("test")`` for the test one. For
+        work on a fitted model's windows beyond :meth:`evaluate`, such as refitting what is fitted after training."""
+        require_choice("windows", windows, SPLIT_NAMES)
+        predictor = self.predictor
+        return self._options.new_datamodule(data, split if split is not None else predictor.split,
+                                            fitted=predictor.fitted_state, test_split=windows)
+
     def __repr__(self) -> str:
         window = ", ".join(f"{key}={value!r}" for key, value in self._options.window.items())
         options = "".join(f", {key}={value!r}" for key, value in self._options.model_options.items())
@@ -321,7 +331,7 @@ class Forecaster:
         series instead (:func:`forecast.predictor.series_report`).
         """
         require_choice("windows", windows, SPLIT_NAMES)
-        return _score(self.predictor, self._options, data, split, windows, detail, by_series)
+        return _score(self, data, split, windows, detail, by_series)
 
     # ------------------------------------------------------- forecasts (the predictor's)
 

@@ -221,8 +221,7 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, progress
              experiment.run_name(), trained.folder.name)
     forecaster = Forecaster.load(trained.folder)
     forecaster.module.load_state_dict(load_checkpoint(trained.best_checkpoint)["state_dict"])
-    datamodule = forecaster._options.new_datamodule(experiment.dataset, experiment.data_options.get("split"),
-                                                    fitted=forecaster.fitted_state)
+    datamodule = forecaster.windows_of(experiment.dataset, split=experiment.data_options.get("split"))
     datamodule.setup("fit")
     calibrate_on_validation(forecaster.model, datamodule, experiment.training)
     progress = forecaster.progress if progress is None else progress

@@ -234,6 +234,24 @@ def test_other_data_is_scored_with_the_fitted_scaler_never_a_refitted_one(fitted
     assert json.loads(json.dumps(state)) == state  # plain JSON types, as saved runs and checkpoints hold it
 
 
+def test_windows_of_other_data_are_cut_as_the_fit_cut_them_and_scaled_with_the_fitted_state(fitted, frame):
+    """OT + 10: the same windows, each input shifted by 10 over the fitted OT scale (a refitted scaler would
+    shift nothing); the test loader serves the split asked for."""
+    def first_batch(data: pd.DataFrame, windows: str) -> dict:
+        module = fitted.windows_of(data, windows=windows)
+        module.setup("test")
+        return next(iter(module.test_dataloader()))
+
+    base, shifted = first_batch(frame, "test"), first_batch(frame.assign(OT=frame["OT"] + 10), "test")
+    column = fitted.input_columns.index("OT")
+    difference = (shifted["x"] - base["x"])[..., column]  # [B, L]: 10 / the fitted scale of OT, everywhere
+    scale = frame["OT"].iloc[:int(0.7 * len(frame))].std(ddof=0)  # the 70/10/20 split's training rows
+    torch.testing.assert_close(difference, torch.full_like(difference, 10 / scale), rtol=1e-4, atol=1e-4)
+    assert not torch.equal(first_batch(frame, "val")["x"], base["x"])
+    with pytest.raises(ConfigError, match="windows"):
+        fitted.windows_of(frame, windows="future")
+
+
 def test_load_refuses_directories_that_are_not_forecasters(tmp_path, fitted):
     with pytest.raises(ConfigError, match="config.json"):
         Forecaster.load(tmp_path)
