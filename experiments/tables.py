@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 HEADLINE_SETTINGS = (("M", 48, 48, 24), ("S", 720, 168, 24), ("M", 96, 48, 24))
 HEADLINE_BEGIN, HEADLINE_END = "<!-- headline:begin -->", "<!-- headline:end -->"
 # The panel benchmark's panels (experiments/panel/, run_panel.sh): their tables in their own section.
-PANEL_DATASETS = ("synthetic_panel", "ETTh1_panel")
+PANEL_DATASETS = ("synthetic_panel_300", "synthetic_panel", "ETTh1_panel")
 PANEL_BEGIN, PANEL_END = "<!-- panel:begin -->", "<!-- panel:end -->"
 
 
