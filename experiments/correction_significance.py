@@ -5,8 +5,9 @@
 For each saved run (a sweep's run folder, which names the registered dataset): the number of validation
 windows, the Diebold-Mariano statistic of the whole forecast against RevIN's centre on them and its critical
 value (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`; none where the windows hold fewer
-than two disjoint horizons), the share kept by least squares alone and with the test. The test MSE of each choice (and of the centre and the whole forecast) is printed for
-the record only: the rule was fixed before it was read.
+than two disjoint horizons), the share kept by least squares alone and with the test. The test MSE of each
+choice (and of the centre and the whole forecast) is printed for the record only: the rule was fixed before
+it was read.
 """
 
 from __future__ import annotations
