@@ -202,6 +202,25 @@ def diebold_mariano_critical_value(n: int, lag: int, significance: float, draws:
     return float(torch.cat(statistics).quantile(1 - significance))
 
 
+def least_squares_share(cross: Tensor, square: Tensor) -> float:
+    """The share ``w`` in [0, 1] of a correction with the least squared error, from the per-window terms of
+    :meth:`ForecastModel.correction_terms`: ``sum(cross) / sum(square)``, clipped (1 for no correction)."""
+    total = float(square.sum())
+    return min(1.0, max(0.0, float(cross.sum()) / total)) if total > 0 else 1.0
+
+
+def correction_test(cross: Tensor, square: Tensor, horizon: int, significance: float) -> tuple[float, float] | None:
+    """``(statistic, critical value)`` of the one-sided Diebold-Mariano test that the whole forecast beats the
+    centre on these windows (terms of :meth:`ForecastModel.correction_terms`, time order), lag ``horizon - 1``;
+    ``None`` where the windows hold fewer than two disjoint horizons (no more windows than ``horizon``)."""
+    if len(cross) <= horizon:
+        return None
+    lag = horizon - 1
+    # Per window, the centre's squared error minus the whole forecast's: positive where the correction pays.
+    statistic = float(diebold_mariano(2 * cross - square, lag))
+    return statistic, diebold_mariano_critical_value(len(cross), lag, significance)
+
+
 def horizon_target(y: Tensor, c_out: int, horizon: int) -> Tensor:
     """The values a forecast is scored against: ``y [B, label_len + P, C_in] -> [B, P, C_out]``.
 
@@ -300,31 +319,33 @@ class ForecastModel(nn.Module):
         fitted share stands. Call in eval mode (no dropout).
         """
         revin = self._correctable_revin()
-        crosses, squares = [], []
-        for batch in batches:
-            center, correction = self.center_and_correction(*model_inputs(self.spec, batch))  # [B, P, C_out] each
-            target = horizon_target(batch["y"], center.shape[2], center.shape[1])
-            crosses.append((correction * (target - center)).sum(dim=(1, 2), dtype=torch.float64))  # [B]
-            squares.append(correction.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
-        cross, square = torch.cat(crosses), torch.cat(squares)  # [N] each, one per window
-        total = float(square.sum())
-        fitted = min(1.0, max(0.0, float(cross.sum()) / total)) if total > 0 else 1.0
-        horizon = self.spec.pred_len
-        if significance is not None and fitted > 0 and len(cross) <= horizon:
-            log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test the "
-                     "correction, so the least-squares share stands", len(cross), horizon)
-        elif significance is not None and fitted > 0:
-            # Per window, the centre's squared error minus the whole forecast's: positive where the correction pays.
-            lag = horizon - 1
-            statistic = float(diebold_mariano(2 * cross - square, lag))
-            critical = diebold_mariano_critical_value(len(cross), lag, significance)
-            if not statistic > critical:
+        cross, square, _ = self.correction_terms(batches)
+        fitted = least_squares_share(cross, square)
+        if significance is not None and fitted > 0:
+            test = correction_test(cross, square, self.spec.pred_len, significance)
+            if test is None:
+                log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test "
+                         "the correction, so the least-squares share stands", len(cross), self.spec.pred_len)
+            elif not test[0] > test[1]:
                 log.info("the network's correction did not beat the centre on the validation windows "
-                         "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it", statistic, critical,
-                         significance)
+                         "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it", *test, significance)
                 fitted = 0.0
         revin.correction_weight.fill_(fitted)
         return fitted
+
+    @torch.no_grad()
+    def correction_terms(self, batches: Iterable[Mapping[str, Tensor]]) -> tuple[Tensor, Tensor, Tensor]:
+        """Per window of ``batches``, ``[N]`` each in float64, summed over horizon steps and variables:
+        ``(f - c)(y - c)``, ``(f - c)^2`` and ``(y - c)^2``, with ``c`` the centre and ``f`` the whole forecast.
+        The squared error at weight ``w`` is ``third - 2 w first + w^2 second``."""
+        crosses, squares, bases = [], [], []
+        for batch in batches:
+            center, correction = self.center_and_correction(*model_inputs(self.spec, batch))  # [B, P, C_out] each
+            miss = horizon_target(batch["y"], center.shape[2], center.shape[1]) - center  # [B, P, C_out]
+            crosses.append((correction * miss).sum(dim=(1, 2), dtype=torch.float64))  # [B]
+            squares.append(correction.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
+            bases.append(miss.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
+        return torch.cat(crosses), torch.cat(squares), torch.cat(bases)
 
     @property
     def correction_kept(self) -> float | None:
