@@ -38,7 +38,7 @@ from forecast.api import Forecaster
 from forecast.data import DataConfig
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
-from forecast.predictor import WEIGHTS_FILE
+from forecast.predictor import WEIGHTS_FILE, Predictor
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
 from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results
 from forecast.training import (TrainingConfig, calibrate_on_validation, device_description, git_commit,
@@ -213,19 +213,26 @@ def _trained_sibling(experiment: Experiment, results: Path, runs_dir: Path) -> _
     return None
 
 
-def _refit_after_training(experiment: Experiment, trained: _TrainedRun, progress: bool | None
+def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir: Path, progress: bool | None
                           ) -> tuple[Forecaster, dict[str, float]]:
     """``trained``'s weights as training left them (its best checkpoint), with ``experiment``'s steps after
-    training fitted on the validation windows, and the test metrics of every window."""
+    training fitted on the validation windows, and the test metrics of every window.
+
+    The re-fitted forecaster is saved in ``run_dir`` under ``experiment``'s own config (no checkpoints: it
+    trained nothing), so ``forecast predict`` and ``Forecaster.load`` find it by its own run name."""
     log.info("%s differs from %s only in what is fitted after training: re-fitting that on its trained weights",
-             experiment.run_name(), trained.folder.name)
+             run_dir.name, trained.folder.name)
     forecaster = Forecaster.load(trained.folder)
     forecaster.module.load_state_dict(load_checkpoint(trained.best_checkpoint)["state_dict"])
     datamodule = forecaster.windows_of(experiment.dataset, split=experiment.data_options.get("split"))
     datamodule.setup("fit")
     calibrate_on_validation(forecaster.model, datamodule, experiment.training)
     progress = forecaster.progress if progress is None else progress
-    return forecaster, test_windows(forecaster.module, datamodule, experiment.training, progress=progress)
+    metrics = test_windows(forecaster.module, datamodule, experiment.training, progress=progress)
+    predictor = forecaster.predictor
+    Predictor(predictor.module, predictor.fitted_state, experiment.forecaster().config,
+              split=predictor.split).save(run_dir)
+    return forecaster, metrics
 
 
 def run_experiment(
@@ -243,8 +250,9 @@ def run_experiment(
     that was killed resumes from its ``last.ckpt``. A run that differs from a finished one (its row in
     ``results``, its folder with the saved model and best checkpoint in ``runs_dir``) only in
     :data:`~forecast.recipes.POST_TRAINING_SETTINGS` would train the same weights: it starts from that run's
-    best checkpoint instead, fits its own steps after training, and copies the training columns (epochs,
-    best epoch, seconds, device, validation loss) from that run's row. Checkpoints are read with
+    best checkpoint instead, fits its own steps after training, saves the result in its own run folder (no
+    checkpoints) and copies the training columns (epochs, best epoch, seconds, device, validation loss) from
+    that run's row. Checkpoints are read with
     ``weights_only=True``. ``command`` is recorded in the row (how to reproduce it);
     ``callbacks`` are added to the Trainer's. ``progress``: Lightning's progress bar (``None``: in
     interactive use, as :class:`~forecast.Forecaster` decides).
@@ -258,7 +266,8 @@ def run_experiment(
     trained = _trained_sibling(experiment, results, Path(runs_dir))
     trainer = None
     if trained is not None:
-        forecaster, metrics = _refit_after_training(experiment, trained, progress)
+        forecaster, metrics = _refit_after_training(experiment, trained, Path(runs_dir) / experiment.run_name(),
+                                                    progress)
         training = {name: trained.row[name] for name in ("epochs", "best_epoch", "train_seconds", "device",
                                                           "val_loss")}
     else:

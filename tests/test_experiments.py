@@ -150,7 +150,9 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
 
 
 def test_a_run_differing_only_after_training_refits_a_finished_one_and_scores_as_training_it_would(tmp_path):
+    from forecast import Forecaster
     from forecast.cli import main
+    from forecast.experiment import row_key, run_name
 
     csv = toy_csv(tmp_path)
     config = tmp_path / "logsparse.yaml"
@@ -170,7 +172,13 @@ def test_a_run_differing_only_after_training_refits_a_finished_one_and_scores_as
     first, refitted = sweep("here", *unscaled).to_dict("records")
     trained = {name: value for name, value in json.loads(first["training"]).items() if name != "calibrate_scale"}
     assert json.loads(refitted["training"]) == {**trained, "correction_significance": 0.01}  # False: the default
-    assert len(list((tmp_path / "here" / "runs").iterdir())) == 1  # nothing trained a second time
+    first_run, refitted_run = (tmp_path / "here" / "runs" / run_name(row_key(row)) for row in (first, refitted))
+    assert not (refitted_run / "checkpoints").exists()  # nothing trained a second time
+    # ... but the re-fitted forecaster is saved under its own run name, so predict and test find it there
+    assert json.loads((refitted_run / "config.json").read_text())["training"]["calibrate_scale"] is False
+    for run, row in ((refitted_run, refitted), (first_run, first)):
+        report = Forecaster.load(run).evaluate(csv, windows="test")
+        assert report.loc["mse", "standardized"] == pytest.approx(row["mse"], rel=1e-6)
     for column in ("epochs", "best_epoch", "train_seconds", "device", "val_loss"):
         assert refitted[column] == first[column]
     (fresh,) = sweep("elsewhere", *unscaled).to_dict("records")  # the same run, trained
