@@ -538,6 +538,15 @@ def test_git_commit_is_dirty_for_modified_code_but_not_for_the_outputs_it_is_tol
     assert git_commit() == clean + "-dirty"
     (tmp_path / "pkg" / "__init__.py").write_text("x = 2\n")
     assert git_commit(outputs=[tmp_path / "results"]) == clean + "-dirty"
+    # A copied tree without .git (a lent GPU machine's) is stamped with the commit it was copied from.
+    monkeypatch.setenv("FORECAST_COMMIT", "0123456789ab")
+    assert git_commit() == clean + "-dirty"  # git, where there is a checkout
+    monkeypatch.setattr(forecast, "__file__", str(tmp_path / "copied" / "pkg" / "__init__.py"))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    (tmp_path / "copied" / "pkg").mkdir(parents=True)
+    assert git_commit() == "0123456789ab"
+    monkeypatch.delenv("FORECAST_COMMIT")
+    assert git_commit() == "unknown"
 
 
 def test_the_synthetic_panel_has_series_of_their_own_and_the_promotion_lift_it_says(tmp_path):

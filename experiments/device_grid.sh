@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The long-horizon grid's runs that cost this project's CPU days, on a lent GPU machine, within one call of the
+# device tool (experiments/README.md, "On a lent GPU"). There, from the repository root, after
+# experiments/device_prepare.sh here (carry .device-carry):
+#
+#   experiments/device_grid.sh                 # the default sweeps below, in order, until BUDGET seconds
+#   experiments/device_grid.sh --datasets national_illness --models dlinear    # one sweep of your own
+#
+# WORKERS shards (forecast sweep --shard) share the GPU and the sweeps; every run that finishes before the
+# budget appends its row to $OUT/results/<dataset>.csv, which starts as a copy of experiments/results/ so
+# that finished runs are skipped. A run cut off by the budget saves its step (SIGTERM) under /tmp and resumes
+# in a later call on the same warm machine. Back here: python experiments/merge_results.py <files_at>/results
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARRY=.device-carry
+BUDGET=${BUDGET:-480}   # seconds until the workers stop; the device tool allows a command 600
+WORKERS=${WORKERS:-4}
+OUT=${OUT:-/tmp/device-out}
+RUNS=${RUNS:-/tmp/forecast-runs}
+deadline=$((SECONDS + BUDGET))
+
+if [ -d "$CARRY/whl" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$CARRY"/whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+export FORECAST_DATA_DIR=${FORECAST_DATA_DIR:-$PWD/$CARRY/data}
+[ -f "$CARRY/commit" ] && export FORECAST_COMMIT=$(cat "$CARRY/commit")
+export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
+
+mkdir -p "$OUT/results" "$RUNS"
+datasets="ETTh1 ETTh2 ETTm1 ETTm2 weather exchange_rate national_illness"
+for name in $datasets; do  # at most 8 files come back: these 7 and log.txt
+  [ -f "experiments/results/$name.csv" ] && [ ! -f "$OUT/results/$name.csv" ] && cp "experiments/results/$name.csv" "$OUT/results/"
+done
+
+if [ $# -gt 0 ]; then
+  sweeps=("$*")
+else
+  sweeps=(
+    "--datasets ETTh1 --models informer-paper --seeds 0 1 2"          # about a day a cell on the CPU
+    "--datasets ETTm1 ETTm2 weather --models informer logsparse --seeds 0"
+    "--datasets ETTh1 --models informer logsparse --seeds 0 1 2"
+    "--datasets ETTh2 exchange_rate national_illness --models informer logsparse --seeds 0"
+  )
+fi
+
+worker() {
+  local k=$1 spec left
+  for spec in "${sweeps[@]}"; do
+    left=$((deadline - SECONDS))
+    [ "$left" -gt 30 ] || break
+    # shellcheck disable=SC2086  # each spec is a list of sweep arguments
+    timeout --signal=TERM --kill-after=30 "$left" python3 -m forecast sweep --sweep experiments/long_horizon.yaml \
+      --results_dir "$OUT/results" --runs_dir "$RUNS" --shard "$k/$WORKERS" $spec
+  done
+}
+for ((k = 0; k < WORKERS; k++)); do
+  worker "$k" > "/tmp/device-worker-$k.log" 2>&1 &
+done
+wait
+for ((k = 0; k < WORKERS; k++)); do
+  echo "== worker $k"; grep -E "^\[|^sweep:|failed|Error" "/tmp/device-worker-$k.log" | tail -n 40
+done | tee "$OUT/log.txt"
