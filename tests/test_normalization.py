@@ -386,6 +386,11 @@ def test_the_correction_weight_moves_the_forecast_between_the_centre_and_the_net
     torch.testing.assert_close(none, location.expand_as(none), rtol=0, atol=1e-5)
     torch.testing.assert_close(part, none + 0.3 * (whole - none), rtol=1e-5, atol=1e-4)
     assert not torch.allclose(whole, none)
+    # The two parts the correction is fitted from: the centre read off the statistics is the forecast at 0.
+    center, correction = net.center_and_correction(*inputs)
+    assert torch.equal(center, none)
+    torch.testing.assert_close(center + correction, whole, rtol=1e-6, atol=1e-6)
+    assert float(net.revin.correction_weight) == pytest.approx(0.3)  # left as it was
 
 
 def correction_batch(net: torch.nn.Module, s: DataSpec, share: float, seed: int = 0) -> dict[str, torch.Tensor]:

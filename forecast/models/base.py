@@ -356,17 +356,21 @@ class ForecastModel(nn.Module):
     @torch.no_grad()
     def center_and_correction(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> tuple[Tensor, Tensor]:
         """The two parts of a correctable model's forecast, ``[B, P, C_out]`` each: RevIN's centre (none of
-        the correction) and the network's whole correction. ``revin.correction_weight`` is left as it was."""
-        weight = self._correctable_revin().correction_weight
+        the correction) and the network's whole correction. ``revin.correction_weight`` is left as it was.
+
+        The centre is the forecast at weight 0, which is the window's location (RevIN maps the network's
+        output ``o`` back as ``w * o * std + location``, the model's last step): read off the statistics
+        instead of a second pass through the network."""
+        revin = self._correctable_revin()
+        weight = revin.correction_weight
         kept = weight.clone()
         try:
-            weight.fill_(0.0)
-            center = self(x, x_mark, y_mark)
             weight.fill_(1.0)
-            correction = self(x, x_mark, y_mark) - center
+            forecast = self(x, x_mark, y_mark)  # [B, P, C_out]
         finally:
             weight.copy_(kept)
-        return center, correction
+        center = revin.statistics(x).location[..., -forecast.shape[-1]:].expand_as(forecast)  # [B, 1, C_out] -> [B, P, C_out]
+        return center, forecast - center
 
     def _correctable_revin(self) -> ReversibleInstanceNorm:
         if not self.correctable:
