@@ -369,7 +369,8 @@ class ForecastModel(nn.Module):
             forecast = self(x, x_mark, y_mark)  # [B, P, C_out]
         finally:
             weight.copy_(kept)
-        center = revin.statistics(x).location[..., -forecast.shape[-1]:].expand_as(forecast)  # [B, 1, C_out] -> [B, P, C_out]
+        location = revin.statistics(x).location[..., -forecast.shape[-1]:]  # [B, 1, C_out]
+        center = location.expand_as(forecast)  # [B, 1, C_out] -> [B, P, C_out]
         return center, forecast - center
 
     def _correctable_revin(self) -> ReversibleInstanceNorm:
