@@ -6,7 +6,7 @@
 #   experiments/device_grid.sh                 # the default sweeps below, in order, until BUDGET seconds
 #   experiments/device_grid.sh --datasets national_illness --models dlinear    # one sweep of your own
 #
-# WORKERS shards (forecast sweep --shard) share the GPU and the sweeps; every run that finishes before the
+# WORKERS shards (forecast sweep --shard, 8) share the GPU and the sweeps; every run that finishes before the
 # budget appends its row to $OUT/results/<dataset>.csv, which starts as a copy of experiments/results/ so
 # that finished runs are skipped. A run cut off by the budget saves its step (SIGTERM) under /tmp and resumes
 # in a later call on the same warm machine. Back here: python experiments/merge_results.py <files_at>/results
@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY=.device-carry
 BUDGET=${BUDGET:-480}   # seconds until the workers stop; the device tool allows a command 600
-WORKERS=${WORKERS:-4}
+WORKERS=${WORKERS:-8}   # the models are small: the GPU runs several at once, two CPU threads each
 OUT=${OUT:-/tmp/device-out}
 RUNS=${RUNS:-/tmp/forecast-runs}
 deadline=$((SECONDS + BUDGET))
