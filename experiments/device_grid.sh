@@ -7,9 +7,10 @@
 #   experiments/device_grid.sh --datasets national_illness --models dlinear    # one sweep of your own
 #
 # WORKERS shards (forecast sweep --shard, 8) share the GPU and the sweeps; every run that finishes before the
-# budget appends its row to $OUT/results/<dataset>.csv, which starts as a copy of experiments/results/ so
-# that finished runs are skipped. A run cut off by the budget saves its step (SIGTERM) under /tmp and resumes
-# in a later call on the same warm machine. Back here: python experiments/merge_results.py <files_at>/results
+# budget appends its row to /tmp/device-results/<dataset>.csv, which starts as a copy of experiments/results/ so
+# that finished runs are skipped, and is copied to $OUT/results/ at the end. A run cut off by the budget saves
+# its step (SIGTERM) under /tmp; a later call on the same warm machine resumes it and keeps the earlier call's
+# rows. Back here: python experiments/merge_results.py <files_at>/results
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARRY=.device-carry
@@ -17,6 +18,7 @@ BUDGET=${BUDGET:-480}   # seconds until the workers stop; the device tool allows
 WORKERS=${WORKERS:-8}   # the models are small: the GPU runs several at once, two CPU threads each
 OUT=${OUT:-/tmp/device-out}
 RUNS=${RUNS:-/tmp/forecast-runs}
+RESULTS=${RESULTS:-/tmp/device-results}  # outside $OUT, which each call empties
 deadline=$((SECONDS + BUDGET))
 
 if [ -d "$CARRY/whl" ]; then
@@ -29,10 +31,10 @@ export FORECAST_DATA_DIR=${FORECAST_DATA_DIR:-$PWD/$CARRY/data}
 [ -f "$CARRY/commit" ] && export FORECAST_COMMIT=$(cat "$CARRY/commit")
 export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
 
-mkdir -p "$OUT/results" "$RUNS"
+mkdir -p "$OUT/results" "$RESULTS" "$RUNS"
 datasets="ETTh1 ETTh2 ETTm1 ETTm2 weather exchange_rate national_illness"
-for name in $datasets; do  # at most 8 files come back: these 7 and log.txt
-  [ -f "experiments/results/$name.csv" ] && [ ! -f "$OUT/results/$name.csv" ] && cp "experiments/results/$name.csv" "$OUT/results/"
+for name in $datasets; do
+  [ -f "experiments/results/$name.csv" ] && [ ! -f "$RESULTS/$name.csv" ] && cp "experiments/results/$name.csv" "$RESULTS/"
 done
 
 if [ $# -gt 0 ]; then
@@ -53,13 +55,16 @@ worker() {
     [ "$left" -gt 30 ] || break
     # shellcheck disable=SC2086  # each spec is a list of sweep arguments
     timeout --signal=TERM --kill-after=30 "$left" python3 -m forecast sweep --sweep experiments/long_horizon.yaml \
-      --results_dir "$OUT/results" --runs_dir "$RUNS" --shard "$k/$WORKERS" $spec
+      --results_dir "$RESULTS" --runs_dir "$RUNS" --shard "$k/$WORKERS" $spec
   done
 }
 for ((k = 0; k < WORKERS; k++)); do
   worker "$k" > "/tmp/device-worker-$k.log" 2>&1 &
 done
 wait
+for name in $datasets; do  # at most 8 files come back: these 7 and log.txt
+  [ -f "$RESULTS/$name.csv" ] && cp "$RESULTS/$name.csv" "$OUT/results/"
+done
 for ((k = 0; k < WORKERS; k++)); do
   echo "== worker $k"; grep -E "^\[|^sweep:|failed|Error" "/tmp/device-worker-$k.log" | tail -n 40
 done | tee "$OUT/log.txt"
