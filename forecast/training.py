@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
-from lightning.pytorch.callbacks import Callback, EarlyStopping, EMAWeightAveraging, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
@@ -124,34 +125,25 @@ class TrainingConfig:
                               f"got extra_trainer_options={self.extra_trainer_options!r}")
 
 
-class TrainClock(Callback):
-    """Wall-clock seconds spent in fit, carried through checkpoints so resumed runs add up.
+class TrainTimer(Timer):
+    """Lightning's :class:`~lightning.pytorch.callbacks.Timer` without a limit: the seconds spent in fit,
+    carried through checkpoints so resumed runs add up (a mid-epoch checkpoint holds the time up to it).
 
-    A checkpoint holds the time up to the moment it is written, a mid-epoch one included:
-    a run resumed from it keeps the part of the epoch it trained before. Time after the
-    last checkpoint of a killed run is lost with the steps it trained.
+    It keeps the state key and reads the state of the clock it replaced, so a run checkpointed by that
+    one resumes its time instead of starting from zero.
     """
 
-    def __init__(self, timer: Callable[[], float] = time.perf_counter) -> None:
-        self.seconds = 0.0
-        self._timer = timer
-        self._started: float | None = None
+    def __init__(self) -> None:
+        super().__init__(verbose=False)
 
-    def _total(self) -> float:
-        running = self._timer() - self._started if self._started is not None else 0.0
-        return self.seconds + running
+    @property
+    def state_key(self) -> str:
+        return "TrainClock"
 
-    def on_train_start(self, trainer, pl_module) -> None:
-        self._started = self._timer()
-
-    def on_train_end(self, trainer, pl_module) -> None:
-        self.seconds, self._started = self._total(), None
-
-    def state_dict(self) -> dict[str, float]:
-        return {"seconds": self._total()}
-
-    def load_state_dict(self, state_dict: dict[str, float]) -> None:
-        self.seconds = float(state_dict["seconds"])
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if "seconds" in state_dict:  # written before Lightning's Timer kept the time
+            state_dict = {"time_elapsed": {RunningStage.TRAINING.value: float(state_dict["seconds"])}}
+        super().load_state_dict(state_dict)
 
 
 class EpochLog(Callback):
@@ -597,9 +589,9 @@ def fit_best(module: L.LightningModule, datamodule: Any, config: TrainingConfig,
     checkpoint = last_checkpoint(run_dir) if run_dir is not None and resume else None
     if checkpoint is not None:
         log.info("resuming from %s", checkpoint)
-    clock, best = TrainClock(), BestWeights()
+    timer, best = TrainTimer(), BestWeights()
     with lightning_messages(False):
-        trainer = build_trainer(config, run_dir, callbacks=[clock, best, *callbacks],
+        trainer = build_trainer(config, run_dir, callbacks=[timer, best, *callbacks],
                                 train_batches=len(datamodule.train_dataloader()), **_quiet(config, progress))
         # weights_only: checkpoints never unpickle code
         with lightning_warnings(num_workers=config.num_workers, resuming=checkpoint is not None):
@@ -615,7 +607,8 @@ def fit_best(module: L.LightningModule, datamodule: Any, config: TrainingConfig,
             "with a finite validation loss was there to restore. Fix: check the data for extreme values, "
             "lower learning_rate, or train in float32."
         )
-    return TrainedRun(trainer, history, clock.seconds, trainer.current_epoch, best_epoch, best_score)
+    return TrainedRun(trainer, history, timer.time_elapsed(RunningStage.TRAINING), trainer.current_epoch, best_epoch,
+                      best_score)
 
 
 def test_windows(module: L.LightningModule, datamodule: Any, config: TrainingConfig, *,

@@ -32,7 +32,7 @@ from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader
 from forecast.errors import ConfigError
 from forecast.results import COLUMNS, read_results
 from forecast.sweep import SweepSpec, plan_sweep, run_sweep
-from forecast.training import SIGTERM_EXIT_STATUS, EpochLog, TrainClock, last_checkpoint
+from forecast.training import SIGTERM_EXIT_STATUS, EpochLog, TrainTimer, last_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "scripts" / "killed_run.py"
@@ -275,7 +275,8 @@ def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_same_row
     (run_dir,) = (root / "sweep_term_runs").iterdir()
     assert_stopped_at_the_kill_step(terminated, "sweep", run_dir)
     assert not (root / "sweep_term_results" / "toy.csv").exists()
-    trained_before_the_stop = checkpoint_state(last_checkpoint(run_dir))["callbacks"]["TrainClock"]["seconds"]
+    timer_state = checkpoint_state(last_checkpoint(run_dir))["callbacks"]["TrainClock"]
+    trained_before_the_stop = timer_state["time_elapsed"]["train"]
     assert cli_main(terminated["sweep_args"]) == 0
     (row,) = read_results(root / "sweep_term_results" / "toy.csv").itertuples(index=False)
     assert [getattr(row, column) for column in METRIC_COLUMNS] == sweep_reference[METRIC_COLUMNS].tolist()
@@ -302,20 +303,29 @@ def test_epoch_log_times_an_epoch_resumed_midway_from_the_resume():
     assert log.frame().iloc[0].tolist() == [1, 2.0, 0.5, 0.25, 7.0]
 
 
-def test_train_clock_keeps_the_time_before_a_mid_epoch_checkpoint():
+def test_the_train_timer_keeps_the_time_before_a_mid_epoch_checkpoint(monkeypatch):
+    import lightning.pytorch.callbacks.timer as timer_module
+
     now = [100.0]
-    clock = TrainClock(timer=lambda: now[0])
-    clock.on_train_start(None, None)
+    monkeypatch.setattr(timer_module.time, "monotonic", lambda: now[0])
+    timer = TrainTimer()
+    timer.on_train_start(None, None)
     now[0] += 5.0  # five seconds into an epoch, a checkpoint is written and the process dies
-    saved = clock.state_dict()
-    assert saved == {"seconds": 5.0}
-    resumed = TrainClock(timer=lambda: now[0])
+    saved = timer.state_dict()
+    assert saved["time_elapsed"]["train"] == 5.0
+    resumed = TrainTimer()
     resumed.load_state_dict(saved)
     now[0] += 60.0  # the restart itself is not training time
     resumed.on_train_start(None, None)
     now[0] += 3.0
     resumed.on_train_end(None, None)
-    assert resumed.seconds == 8.0 and resumed.state_dict() == {"seconds": 8.0}
+    assert resumed.time_elapsed("train") == 8.0 and resumed.state_dict()["time_elapsed"]["train"] == 8.0
+    # A checkpoint written by the clock Lightning's Timer replaced resumes its time too.
+    legacy = TrainTimer()
+    legacy.load_state_dict({"seconds": 5.0})
+    legacy.on_train_start(None, None)
+    now[0] += 2.0
+    assert legacy.time_elapsed("train") == 7.0 and legacy.state_key == "TrainClock"
 
 
 def test_other_exits_of_a_command_pass_through(monkeypatch):
