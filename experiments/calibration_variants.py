@@ -85,11 +85,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     forecaster, data = Forecaster.load(args.run_dir), datasets.load(args.dataset)
     model = forecaster.model.eval()
-    validation = forecaster.windows_of(data)
-    validation.setup("fit")
-    test = forecaster.windows_of(data)
-    test.setup("test")
-    val, held_out = parts(model, validation.val_dataloader()), parts(model, test.test_dataloader())
+    windows = forecaster.windows_of(data)
+    windows.setup("fit")
+    windows.setup("test")
+    val, held_out = parts(model, windows.val_dataloader()), parts(model, windows.test_dataloader())
     half = val["y"].shape[0] // 2
     first, second = ({name: values[part] for name, values in val.items()} for part in (slice(None, half),
                                                                                         slice(half, None)))
