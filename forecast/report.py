@@ -143,9 +143,14 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         mse=("mse", "mean"), mse_std=("mse", "std"), mae=("mae", "mean"), mae_std=("mae", "std"),
         mse_orig=("mse_orig", "mean"), mae_orig=("mae_orig", "mean"),
         epochs=("epochs", "mean"), train_minutes=("train_seconds", lambda s: s.mean() / 60),
-        device=("device", "first"), correction_kept=("correction_kept", "mean"),
+        device=("device", _devices), correction_kept=("correction_kept", "mean"),
         **{name: (column, "mean") for name, column in _PROBABILISTIC.items()},
     ).reset_index()
+
+
+def _devices(devices: pd.Series) -> str:
+    """Every device a setting's seeds ran on: seeds trained on a lent GPU sit beside seeds trained here."""
+    return ", ".join(sorted(devices.dropna().astype(str).unique()))
 
 
 def _number(value: float) -> str:
