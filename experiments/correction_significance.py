@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 
 from forecast import Forecaster, datasets
-from forecast.models.base import correction_test, least_squares_share
+from forecast.models.base import correction_test, kept_share, least_squares_share
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
         untested = least_squares_share(cross, square)
         test = correction_test(cross, square, model.spec.pred_len, args.significance)
         statistic, critical = test if test is not None else (float("nan"), float("nan"))
-        tested = 0.0 if test is not None and not statistic > critical else untested
+        tested, _ = kept_share(cross, square, model.spec.pred_len, args.significance)  # the training's own rule
         t_cross, t_square, t_base = model.correction_terms(windows.test_dataloader())  # [N_test] each
         cells = len(t_base) * model.spec.pred_len * model.spec.c_out
 

@@ -446,6 +446,13 @@ def test_a_tested_correction_is_kept_only_where_the_whole_forecast_beats_the_cen
     assert net.fit_correction_weight(unhelpful) == pytest.approx(0.1, abs=1e-4)
     assert net.fit_correction_weight(unhelpful, significance=0.05) == 0.0
     assert net.correction_kept == 0.0
+    # The rule as a pure function of the terms (what experiments/correction_significance.py applies): the test it
+    # made is returned, and it rejected the correction.
+    from forecast.models.base import kept_share
+    cross, square, _ = net.correction_terms(unhelpful)
+    share, (statistic, critical) = kept_share(cross, square, s.pred_len, 0.05)
+    assert share == 0.0 and not statistic > critical
+    assert kept_share(cross, square, s.pred_len) == (pytest.approx(0.1, abs=1e-4), None)
     # Eight windows of eight steps hold one horizon's stretch: nothing to test, the fitted share stands.
     assert net.fit_correction_weight(unhelpful[:2], significance=0.05) == pytest.approx(0.1, abs=1e-4)
 

@@ -221,6 +221,19 @@ def correction_test(cross: Tensor, square: Tensor, horizon: int, significance: f
     return statistic, diebold_mariano_critical_value(len(cross), lag, significance)
 
 
+def kept_share(cross: Tensor, square: Tensor, horizon: int, significance: float | None = None
+               ) -> tuple[float, tuple[float, float] | None]:
+    """The share of the correction kept (:meth:`ForecastModel.fit_correction_weight`'s rule) and the
+    :func:`correction_test` behind it: the least-squares share, or none of it where ``significance`` is given and
+    the test does not find the whole forecast better. The test is ``None`` where it was not made (no significance,
+    a share of 0 already, or too few windows, where the least-squares share stands)."""
+    fitted = least_squares_share(cross, square)
+    if significance is None or fitted == 0:
+        return fitted, None
+    test = correction_test(cross, square, horizon, significance)
+    return (0.0 if test is not None and not test[0] > test[1] else fitted), test
+
+
 def horizon_target(y: Tensor, c_out: int, horizon: int) -> Tensor:
     """The values a forecast is scored against: ``y [B, label_len + P, C_in] -> [B, P, C_out]``.
 
@@ -320,16 +333,13 @@ class ForecastModel(nn.Module):
         """
         revin = self._correctable_revin()
         cross, square, _ = self.correction_terms(batches)
-        fitted = least_squares_share(cross, square)
-        if significance is not None and fitted > 0:
-            test = correction_test(cross, square, self.spec.pred_len, significance)
-            if test is None:
-                log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test "
-                         "the correction, so the least-squares share stands", len(cross), self.spec.pred_len)
-            elif not test[0] > test[1]:
-                log.info("the network's correction did not beat the centre on the validation windows "
-                         "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it", *test, significance)
-                fitted = 0.0
+        fitted, test = kept_share(cross, square, self.spec.pred_len, significance)
+        if significance is not None and test is None and fitted > 0:
+            log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test "
+                     "the correction, so the least-squares share stands", len(cross), self.spec.pred_len)
+        elif test is not None and fitted == 0:
+            log.info("the network's correction did not beat the centre on the validation windows "
+                     "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it", *test, significance)
         revin.correction_weight.fill_(fitted)
         return fitted
 
