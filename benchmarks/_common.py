@@ -140,12 +140,13 @@ def machine() -> str:
 
 
 def commit() -> str:
-    """The repository's HEAD, with ``-dirty`` when the tree has uncommitted changes."""
+    """The repository's HEAD, with ``-dirty`` when the tree has uncommitted changes; outside a checkout (the
+    copied tree on a lent GPU machine) the ``FORECAST_COMMIT`` it was copied from (experiments/device_env.sh)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO, check=True)
         dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=REPO, check=True)
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return os.environ.get("FORECAST_COMMIT", "unknown")
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 

@@ -13,22 +13,12 @@
 # rows. Back here: python experiments/merge_results.py <files_at>/results
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CARRY=.device-carry
 BUDGET=${BUDGET:-480}   # seconds until the workers stop; the device tool allows a command 600
 WORKERS=${WORKERS:-8}   # the models are small: the GPU runs several at once, two CPU threads each
-OUT=${OUT:-/tmp/device-out}
 RUNS=${RUNS:-/tmp/forecast-runs}
 RESULTS=${RESULTS:-/tmp/device-results}  # outside $OUT, which each call empties
 deadline=$((SECONDS + BUDGET))
-
-if [ -d "$CARRY/whl" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-    "$CARRY"/whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-export FORECAST_DATA_DIR=${FORECAST_DATA_DIR:-$PWD/$CARRY/data}
-[ -f "$CARRY/commit" ] && export FORECAST_COMMIT=$(cat "$CARRY/commit")
+source experiments/device_env.sh || exit 1
 export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
 
 mkdir -p "$OUT/results" "$RESULTS" "$RUNS"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -605,3 +606,15 @@ def test_from_wide_writes_each_column_as_a_series_of_its_own_in_the_long_format(
     assert [series.id for series in panel.series] == columns and panel.freq == pd.tseries.frequencies.to_offset("h")
     for series, column in zip(panel.series, columns):
         assert series.dates.equals(dates) and np.array_equal(series.target, wide[column].to_numpy())
+
+
+SHELL_SCRIPTS = sorted(path.relative_to(ROOT) for folder in ("experiments", "benchmarks")
+                       for path in (ROOT / folder).glob("*.sh"))
+
+
+@pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=str)
+def test_the_repository_shell_scripts_parse(script):
+    """The device scripts run where no one watches (a lent GPU's one call): a syntax error must show up here."""
+    done = subprocess.run(["bash", "-n", str(ROOT / script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+

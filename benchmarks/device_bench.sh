@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 21's GPU rows within one call of the device tool (benchmarks/README.md, "On a lent GPU"). There, from
+# the repository root, after experiments/device_prepare.sh here (carry .device-carry):
+#
+#   bash benchmarks/device_bench.sh              # about BUDGET seconds; CSVs and log.txt under $OUT
+#
+# Three steps, each cut off at its share of BUDGET (what a step finished is kept: train.py writes its CSV after
+# each model, attention.py after each case): training steps of the paper-size Informer and LogSparse in fp32,
+# bf16 autocast and compiled (benchmarks/train.py, its interleaved variants), and inference; then the attention kernels against SDPA (on CUDA its flash
+# kernel in bf16, its memory-efficient kernel in fp32) at L = 2048 and 16384, forward and forward+backward
+# (benchmarks/attention.py). Back here: copy the CSVs to benchmarks/results/ and regenerate the tables
+# (--markdown ... --readme). DEVICE=cpu LENGTHS="96 192" TRAIN_ARGS="--d-model 16 --heads 2 --d-ff 32" tries
+# the script on a CPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUDGET=${BUDGET:-360}
+DEVICE=${DEVICE:-cuda}
+LENGTHS=${LENGTHS:-2048 16384}  # each case is three fresh processes: a few lengths fit
+TRAIN_ARGS=${TRAIN_ARGS:-}
+source experiments/device_env.sh || exit 1
+tag=${DEVICE%%:*}
+log="$OUT/log.txt"
+
+step() {  # step SHARE_OF_BUDGET_PERCENT COMMAND...: run it, cut off at its share
+  local seconds=$((BUDGET * $1 / 100)); shift
+  echo "== $* (at most ${seconds} s)" | tee -a "$log"
+  timeout --signal=TERM --kill-after=15 "$seconds" "$@" 2>&1 | tail -n 60 | tee -a "$log"
+}
+
+nvidia-smi -L 2>/dev/null | tee -a "$log"
+# shellcheck disable=SC2086  # TRAIN_ARGS and LENGTHS are lists of arguments
+step 55 python3 benchmarks/train.py --device "$DEVICE" --kinds train infer --variants fp32 bf16 compile \
+  --train-budget 10 --infer-budget 5 --quiet-wait 0 $TRAIN_ARGS --output "$OUT/train_$tag.csv"
+# shellcheck disable=SC2086
+step 25 python3 benchmarks/attention.py --device "$DEVICE" --dtype bfloat16 --methods sdpa prob logsparse \
+  --lengths $LENGTHS --time-budget 3 --quiet-wait 0 --retries 0 --output "$OUT/attention_${tag}_bf16.csv"
+# shellcheck disable=SC2086
+step 20 python3 benchmarks/attention.py --device "$DEVICE" --dtype float32 --methods sdpa prob logsparse \
+  --lengths $LENGTHS --time-budget 3 --quiet-wait 0 --retries 0 --output "$OUT/attention_$tag.csv"
+ls -l "$OUT" | tee -a "$log"
