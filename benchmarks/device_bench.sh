@@ -6,11 +6,11 @@
 #
 # Three steps, each cut off at its share of BUDGET (what a step finished is kept: train.py writes its CSV after
 # each model, attention.py after each case): training steps of the paper-size Informer and LogSparse in fp32,
-# bf16 autocast and compiled (benchmarks/train.py, its interleaved variants), and inference; then the attention kernels against SDPA (on CUDA its flash
-# kernel in bf16, its memory-efficient kernel in fp32) at L = 2048 and 16384, forward and forward+backward
-# (benchmarks/attention.py). Back here: copy the CSVs to benchmarks/results/ and regenerate the tables
-# (--markdown ... --readme). DEVICE=cpu LENGTHS="96 192" TRAIN_ARGS="--d-model 16 --heads 2 --d-ff 32" tries
-# the script on a CPU.
+# bf16 autocast and compiled (benchmarks/train.py, its interleaved variants), and inference; then the attention
+# kernels against SDPA (on CUDA its flash kernel in bf16, its memory-efficient kernel in fp32) at L = 2048 and
+# 16384, forward and forward+backward (benchmarks/attention.py). Back here: copy the CSVs to
+# benchmarks/results/ and regenerate the tables (--markdown ... --readme).
+# DEVICE=cpu LENGTHS="96 192" TRAIN_ARGS="--d-model 16 --heads 2 --d-ff 32" tries the script on a CPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=${BUDGET:-360}

@@ -617,4 +617,3 @@ def test_the_repository_shell_scripts_parse(script):
     """The device scripts run where no one watches (a lent GPU's one call): a syntax error must show up here."""
     done = subprocess.run(["bash", "-n", str(ROOT / script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-
