@@ -137,20 +137,25 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*_SETTING, "seeds", "windows", "mse", "mse_std", "mae", "mae_std",
                                      "mse_orig", "mae_orig", "epochs", "train_minutes", "device",
                                      "correction_kept", *_PROBABILISTIC])
-    frame = results.astype({"seq_len": int, "label_len": int, "pred_len": int})
-    return frame.groupby(_SETTING, sort=True).agg(
+    frame = results.astype({"seq_len": int, "label_len": int, "pred_len": int, "device": str})
+    table = frame.groupby(_SETTING, sort=True).agg(
         seeds=("seed", "nunique"), windows=("n_test_windows", "min"),
         mse=("mse", "mean"), mse_std=("mse", "std"), mae=("mae", "mean"), mae_std=("mae", "std"),
         mse_orig=("mse_orig", "mean"), mae_orig=("mae_orig", "mean"),
-        epochs=("epochs", "mean"), train_minutes=("train_seconds", lambda s: s.mean() / 60),
-        device=("device", _devices), correction_kept=("correction_kept", "mean"),
+        epochs=("epochs", "mean"), correction_kept=("correction_kept", "mean"),
         **{name: (column, "mean") for name, column in _PROBABILISTIC.items()},
-    ).reset_index()
+    )
+    # Seeds trained on a lent GPU sit beside seeds trained here: every device is named, each with its own
+    # mean training time (a mean over both would describe neither).
+    by_device = (frame.groupby([*_SETTING, "device"], sort=True)["train_seconds"].mean() / 60).reset_index()
+    devices = by_device.groupby(_SETTING, sort=True).agg(
+        device=("device", ", ".join),
+        train_minutes=("train_seconds", lambda minutes: ", ".join(_minutes(value) for value in minutes)))
+    return table.join(devices).reset_index()
 
 
-def _devices(devices: pd.Series) -> str:
-    """Every device a setting's seeds ran on: seeds trained on a lent GPU sit beside seeds trained here."""
-    return ", ".join(sorted(devices.dropna().astype(str).unique()))
+def _minutes(value: float) -> str:
+    return MISSING if pd.isna(value) else f"{value:.1f}"
 
 
 def _number(value: float) -> str:
@@ -308,7 +313,7 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
                 f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
                 f"| {_number(row.correction_kept)} | {row.epochs:.1f} "
-                f"| {MISSING if pd.isna(row.train_minutes) else f'{row.train_minutes:.1f}'} | {row.device} | {cited} |")
+                f"| {row.train_minutes} | {row.device} | {cited} |")
         lines.append("")
     return "\n".join(lines)
 

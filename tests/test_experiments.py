@@ -358,9 +358,10 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
             (configs / f"{model}_M_{horizon}.yaml").write_text(yaml.safe_dump(
                 {"model": {"name": model, **options}, "data": {**window, "pred_len": horizon}, "recipe": "paper"}))
     results = tmp_path / "results"
-    for seed, mse, device in ((0, 0.5, "cpu:x86_64x2"), (1, 0.7, "cuda:NVIDIA H200")):
+    for seed, mse, device, seconds in ((0, 0.5, "cpu:x86_64x2", 60), (1, 0.7, "cuda:NVIDIA H200", 30)):
         append_row(results / "toy.csv", row(dataset="toy", model="informer", features="M", seq_len=24,
                                             label_len=12, pred_len=6, seed=seed, mse=mse, mae=0.25, device=device,
+                                            train_seconds=seconds,
                                             options='{"d_model": 16, "n_heads": 2}', n_test_windows=55))
     # a run at another window is reported in detail but not in the configured setting's cell
     append_row(results / "toy.csv", row(dataset="toy", model="naive", features="M", seq_len=96, label_len=48,
@@ -395,7 +396,8 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     detail = {title.split("\n")[0]: body for title, body in
               (part.split("\n", 1) for part in report.split("#### ")[1:])}
     assert "0.577 / 0.549 (Informer)" in detail["toy `M` 24/12/6"]
-    assert "| cpu:x86_64x2, cuda:NVIDIA H200 |" in detail["toy `M` 24/12/6"]  # seeds on two devices: both named
+    # seeds trained on two devices: both named, each with its own mean training time
+    assert "| 1.0, 0.5 | cpu:x86_64x2, cuda:NVIDIA H200 |" in detail["toy `M` 24/12/6"]
     assert "0.521 / 0.523 (Re-run)" in detail["toy `M` 96/48/6"] and "0.577" not in detail["toy `M` 96/48/6"]
     assert "0.521" not in detail["toy `M` 48/24/6"] and "0.577" not in detail["toy `M` 48/24/6"]
 
