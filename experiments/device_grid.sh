@@ -55,9 +55,12 @@ for ((k = 0; k < WORKERS; k++)); do
   worker "$k" > "/tmp/device-worker-$k.log" 2>&1 &
 done
 wait
-for name in $datasets; do  # at most 8 files come back: these 7 and log.txt
-  [ -f "$RESULTS/$name.csv" ] && cp "$RESULTS/$name.csv" "$OUT/results/"
+# The device tool returns at most 8 files: only the results files that gained rows, and the log (which
+# benchmarks/device_bench.sh shares when both run in one call).
+for name in $datasets; do
+  [ -f "$RESULTS/$name.csv" ] && ! cmp -s "$RESULTS/$name.csv" "experiments/results/$name.csv" \
+    && cp "$RESULTS/$name.csv" "$OUT/results/"
 done
 for ((k = 0; k < WORKERS; k++)); do
   echo "== worker $k"; grep -E "^\[|^sweep:|failed|Error" "/tmp/device-worker-$k.log" | tail -n 40
-done | tee "$OUT/log.txt"
+done | tee -a "$OUT/log.txt"
