@@ -37,9 +37,10 @@ def main(argv: list[str] | None = None) -> None:
         windows.setup("test")
         cross, square, _ = model.correction_terms(windows.val_dataloader())  # [N] each
         untested = least_squares_share(cross, square)
-        test = correction_test(cross, square, model.spec.pred_len, args.significance)
+        tested, test = kept_share(cross, square, model.spec.pred_len, args.significance)  # the training's own rule
+        if test is None:  # not made by the rule (a least-squares share of 0, or too few windows): shown all the same
+            test = correction_test(cross, square, model.spec.pred_len, args.significance)
         statistic, critical = test if test is not None else (float("nan"), float("nan"))
-        tested, _ = kept_share(cross, square, model.spec.pred_len, args.significance)  # the training's own rule
         t_cross, t_square, t_base = model.correction_terms(windows.test_dataloader())  # [N_test] each
         cells = len(t_base) * model.spec.pred_len * model.spec.c_out
 

@@ -22,7 +22,7 @@ source experiments/device_env.sh || exit 1
 export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
 
 mkdir -p "$OUT/results" "$RESULTS" "$RUNS"
-datasets="ETTh1 ETTh2 ETTm1 ETTm2 weather exchange_rate national_illness"
+datasets=$(basename -s .csv "$CARRY"/data/*.csv)  # those experiments/device_prepare.sh carried
 for name in $datasets; do
   [ -f "experiments/results/$name.csv" ] && [ ! -f "$RESULTS/$name.csv" ] && cp "experiments/results/$name.csv" "$RESULTS/"
 done
