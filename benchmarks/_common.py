@@ -193,12 +193,15 @@ def update_readme(name: str, body: str, readme: Path = README) -> None:
     readme.write_text(update_block(readme.read_text(), body.rstrip("\n") + "\n", begin, end))
 
 
-def emit_tables(name: str, tables: str, readme: Path | None) -> None:
-    """Print the ``--markdown`` tables, or rewrite the README's ``name`` block with them."""
+def emit_tables(name: str, tables: str, readme: Path | None, source: Path | None = None) -> None:
+    """Print the ``--markdown`` tables, or rewrite the README's block of them: ``name`` for a results file
+    ``<script>_cpu.csv``, ``name-<rest>`` for ``<script>_<rest>.csv`` (``attention_cuda_bf16.csv``:
+    ``attention-tables-cuda-bf16``), so each device's rows keep a block of their own."""
     if readme is None:
         print(tables.rstrip("\n"))
-    else:
-        update_readme(name, tables, readme)
+        return
+    rest = source.stem.partition("_")[2] if source is not None else "cpu"
+    update_readme(name if rest in ("", "cpu") else f"{name}-{rest.replace('_', '-')}", tables, readme)
 
 
 def add_table_arguments(parser: Any) -> None:

@@ -1,11 +1,13 @@
 """Benchmark the attention kernels: time and peak memory against sequence length.
 
-Every case (method x causal x mode x length) runs in fresh subprocesses. Peak
-memory comes from a subprocess that builds the inputs and runs one step: on CPU its
-peak resident set size (``ru_maxrss``, with glibc told to return freed blocks at
-once) minus that of a baseline subprocess that builds the same inputs and nothing
-else; on CUDA the peak allocated memory above the inputs. Times come from another
-subprocess: the median over several repeats after warm-up. Methods:
+Every case (method x causal x mode x length) runs in fresh subprocesses. On CPU, peak
+memory comes from a subprocess that builds the inputs and runs one step: its peak
+resident set size (``ru_maxrss``, with glibc told to return freed blocks at once) minus
+that of a baseline subprocess that builds the same inputs and nothing else; times come
+from another subprocess: the median over several repeats after warm-up. On CUDA one
+subprocess does both, since the allocator's peak counts only what the process itself
+holds: the peak allocated memory of one step above the inputs, then the times (a
+process start with CUDA costs seconds, and a lent GPU only minutes). Methods:
 
 * ``sdpa``: :class:`FullAttention` (``scaled_dot_product_attention``, ``is_causal``).
 * ``naive``: dense masked attention that materializes ``[B, H, L, L]``.
@@ -180,6 +182,11 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         steps[spec["method"]]()
     if spec["kind"] in ("baseline", "memory"):
         return {"peak_mb": _peak_mb(spec["device"])}
+    memory: dict[str, float] = {}
+    if spec["kind"] == "time" and spec["device"].startswith("cuda"):
+        memory["baseline_mb"] = _peak_mb(spec["device"])  # the inputs alone
+        steps[spec["method"]]()
+        memory["peak_mb"] = _peak_mb(spec["device"])
 
     def timed(step: Callable[[], None]) -> float:
         begin = time.perf_counter()
@@ -225,6 +232,7 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         "median_ms": statistics.median(times) * 1e3,
         "min_ms": min(times) * 1e3,
         "repeats": len(times),
+        **memory,
     }
 
 
@@ -299,6 +307,7 @@ def measure(args: argparse.Namespace, cases: list[Case], on_row: Callable[[dict[
         "batch": args.batch, "heads": args.heads, "head_dim": args.head_dim,
         "command": "python " + " ".join([os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]),
     }
+    in_process = args.device.startswith("cuda")  # one subprocess a case measures memory and time (run_worker)
     baselines: dict[tuple[str, int], float] = {}
     for mode, length, causal, method in cases:
         spec = {
@@ -308,25 +317,26 @@ def measure(args: argparse.Namespace, cases: list[Case], on_row: Callable[[dict[
             "time_budget": args.time_budget,
             "kind": "baseline", "method": method, "causal": causal,
         }
-        if (mode, length) not in baselines:
+        if not in_process and (mode, length) not in baselines:
             baseline = _subprocess(spec, args.timeout)
             if baseline["status"] != "ok":
                 raise RuntimeError(f"the baseline (inputs only) for L={length} failed: {baseline['status']}")
             baselines[(mode, length)] = baseline["peak_mb"]
-        row = {**common, "method": method, "causal": causal, "mode": mode, "length": length,
-               "baseline_mb": round(baselines[(mode, length)], 1)}
+        row = {**common, "method": method, "causal": causal, "mode": mode, "length": length}
         estimate = _dense_gb(args, length, mode)
         if method in DENSE and estimate > args.max_dense_gb:
             row["status"] = f"skipped: needs about {estimate:.0f} GB > --max-dense-gb {args.max_dense_gb}"
         else:
-            memory = _subprocess({**spec, "kind": "memory"}, args.timeout)
+            memory = {"status": "ok"} if in_process else _subprocess({**spec, "kind": "memory"}, args.timeout)
             result = _run_case({**spec, "kind": "time"}, args) if memory["status"] == "ok" else memory
             row["status"] = result["status"]
             if result["status"] == "ok":
+                baseline_mb = result["baseline_mb"] if in_process else baselines[(mode, length)]
+                peak_mb = result["peak_mb"] if in_process else memory["peak_mb"]
                 row.update(
                     median_ms=round(result["median_ms"], 2), min_ms=round(result["min_ms"], 2),
-                    repeats=result["repeats"],
-                    peak_mb=round(max(memory["peak_mb"] - baselines[(mode, length)], 0.0), 1),
+                    repeats=result["repeats"], baseline_mb=round(baseline_mb, 1),
+                    peak_mb=round(max(peak_mb - baseline_mb, 0.0), 1),
                     others_cpu="" if result["others_cpu"] is None else round(result["others_cpu"], 2),
                 )
         print(_progress(row), file=sys.stderr, flush=True)
@@ -591,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_worker(json.loads(args.worker))))
         return
     if args.markdown:
-        emit_tables("attention-tables", markdown(read_csv(args.markdown)), args.readme)
+        emit_tables("attention-tables", markdown(read_csv(args.markdown)), args.readme, args.markdown)
         return
     if args.compare:
         print(compare(args))

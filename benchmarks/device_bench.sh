@@ -4,18 +4,20 @@
 #
 #   bash benchmarks/device_bench.sh              # about BUDGET seconds; CSVs and log.txt under $OUT
 #
-# Three steps, each cut off at its share of BUDGET (what a step finished is kept: train.py writes its CSV after
-# each model, attention.py after each case): training steps of the paper-size Informer and LogSparse in fp32,
-# bf16 autocast and compiled (benchmarks/train.py, its interleaved variants), and inference; then the attention
-# kernels against SDPA (on CUDA its flash kernel in bf16, its memory-efficient kernel in fp32) at L = 2048 and
-# 16384, forward and forward+backward (benchmarks/attention.py). Back here: copy the CSVs to
-# benchmarks/results/ and regenerate the tables (--markdown ... --readme).
+# Five steps, each cut off at its share of BUDGET (what a step finished is kept: roofline.py and train.py write
+# their CSV after each model, attention.py after each case), the cheap ones first: the roofline of a training step
+# (benchmarks/roofline.py: FLOPs against the GPU's GEMM rate); training steps of the paper-size Informer and
+# LogSparse in fp32 and bf16 autocast (benchmarks/train.py, interleaved), and inference; the attention kernels
+# against SDPA (on CUDA its flash kernel in bf16, its memory-efficient kernel in fp32) at L = 16384 and 2048,
+# forward and forward+backward (benchmarks/attention.py); last the training steps again with the compiled variant
+# beside them (compiling took 111 s of the first loan's Informer step). Back here: copy the CSVs to
+# benchmarks/results/ and regenerate the tables (--markdown ... --readme: each CSV has its own block).
 # DEVICE=cpu LENGTHS="96 192" TRAIN_ARGS="--d-model 16 --heads 2 --d-ff 32" tries the script on a CPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=${BUDGET:-360}
 DEVICE=${DEVICE:-cuda}
-LENGTHS=${LENGTHS:-2048 16384}  # each case is three fresh processes: a few lengths fit
+LENGTHS=${LENGTHS:-16384 2048}  # the longest first; each case is a fresh process (seconds with CUDA)
 TRAIN_ARGS=${TRAIN_ARGS:-}
 source experiments/device_env.sh || exit 1
 tag=${DEVICE%%:*}
@@ -28,13 +30,17 @@ step() {  # step SHARE_OF_BUDGET_PERCENT COMMAND...: run it, cut off at its shar
 }
 
 nvidia-smi -L 2>/dev/null | tee -a "$log"
+step 10 python3 benchmarks/roofline.py --device "$DEVICE" --steps 5 --output "$OUT/roofline_$tag.csv"
 # shellcheck disable=SC2086  # TRAIN_ARGS and LENGTHS are lists of arguments
-step 55 python3 benchmarks/train.py --device "$DEVICE" --kinds train infer --variants fp32 bf16 compile \
+step 25 python3 benchmarks/train.py --device "$DEVICE" --kinds train infer --variants fp32 bf16 \
   --train-budget 10 --infer-budget 5 --quiet-wait 0 $TRAIN_ARGS --output "$OUT/train_$tag.csv"
 # shellcheck disable=SC2086
 step 25 python3 benchmarks/attention.py --device "$DEVICE" --dtype bfloat16 --methods sdpa prob logsparse \
-  --lengths $LENGTHS --time-budget 3 --quiet-wait 0 --retries 0 --output "$OUT/attention_${tag}_bf16.csv"
+  --lengths $LENGTHS --time-budget 1 --quiet-wait 0 --retries 0 --output "$OUT/attention_${tag}_bf16.csv"
 # shellcheck disable=SC2086
 step 20 python3 benchmarks/attention.py --device "$DEVICE" --dtype float32 --methods sdpa prob logsparse \
-  --lengths $LENGTHS --time-budget 3 --quiet-wait 0 --retries 0 --output "$OUT/attention_$tag.csv"
+  --lengths $LENGTHS --time-budget 1 --quiet-wait 0 --retries 0 --output "$OUT/attention_$tag.csv"
+# shellcheck disable=SC2086
+step 20 python3 benchmarks/train.py --device "$DEVICE" --kinds train --variants fp32 bf16 compile \
+  --train-budget 10 --quiet-wait 0 $TRAIN_ARGS --output "$OUT/train_$tag.csv"
 ls -l "$OUT" | tee -a "$log"

@@ -1,6 +1,7 @@
 """Roofline of a training step: its FLOPs against the machine's measured GEMM rate.
 
     python benchmarks/roofline.py                    # -> results/roofline_<device>.csv, prints the table
+    python benchmarks/roofline.py --device cuda      # the same on a GPU (benchmarks/device_bench.sh)
     python benchmarks/roofline.py --markdown benchmarks/results/roofline_cpu.csv --readme benchmarks/README.md
 
 For each model (Informer and LogSparse at the papers' sizes, LogSparse also at d_model 512, and
@@ -63,49 +64,54 @@ BATCH = 32
 # d_model 64); "d512" is LogSparse at benchmarks/train.py's size, that of issue 21's target.
 CASES = [
     ("informer", "paper (d512)", {}),
-    ("informer", "improved (d32)", get_recipe("improved").options_for("informer")),
+    ("informer", "improved", get_recipe("improved").options_for("informer")),
     ("logsparse", "d512", {"d_model": 512, "n_heads": 8, "d_ff": 2048}),
     ("logsparse", "paper recipe (d64)", {}),
-    ("logsparse", "improved (d32)", get_recipe("improved").options_for("logsparse")),
+    ("logsparse", "improved", get_recipe("improved").options_for("logsparse")),
 ]
 
 
-def _autocast(precision: str):
-    return torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+def _autocast(precision: str, device: torch.device):
+    return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
 
-def gemm_gflops(size: int, precision: str, repeats: int = 7) -> float:
+def _seconds(work, device: torch.device) -> float:
+    """Wall time of ``work()``, waiting for a GPU to finish it."""
+    started = time.perf_counter()
+    work()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - started
+
+
+def gemm_gflops(size: int, precision: str, repeats: int = 7, device: torch.device = torch.device("cpu")) -> float:
     """Median GFLOP/s of a ``size`` x ``size`` matrix product in ``precision``."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
-    a @ b
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - started)
+    a, b = (torch.randn(size, size, dtype=dtype, device=device) for _ in range(2))
+    _seconds(lambda: a @ b, device)
+    times = [_seconds(lambda: a @ b, device) for _ in range(repeats)]
     return 2 * size**3 / statistics.median(times) / 1e9
 
 
-def _inputs(batch: int) -> tuple[torch.Tensor, ...]:
+def _inputs(batch: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(batch, SPEC.seq_len, SPEC.c_in, generator=generator)
     x_mark = torch.rand(batch, SPEC.seq_len, SPEC.n_time_features, generator=generator) - 0.5
     y_mark = torch.rand(batch, SPEC.label_len + SPEC.pred_len, SPEC.n_time_features, generator=generator) - 0.5
     target = torch.randn(batch, SPEC.pred_len, SPEC.c_out, generator=generator)
-    return x, x_mark, y_mark, target
+    return tuple(tensor.to(device) for tensor in (x, x_mark, y_mark, target))
 
 
 def measure(name: str, size: str, options: dict[str, Any], precision: str, steps: int,
-            gemm_size: int, batch: int = BATCH) -> dict[str, Any]:
+            gemm_size: int, batch: int = BATCH, device: torch.device = torch.device("cpu")) -> dict[str, Any]:
     """One row: the step's FLOPs and median time against this precision's GEMM rate."""
     torch.manual_seed(0)
-    model = build_model(name, SPEC, **options).train()
+    model = build_model(name, SPEC, **options).train().to(device)
     optimizer = adam(list(model.parameters()), 1e-4)  # the recipe's
-    x, x_mark, y_mark, target = _inputs(batch)
+    x, x_mark, y_mark, target = _inputs(batch, device)
 
     def step() -> None:
-        with _autocast(precision):
+        with _autocast(precision, device):
             loss = F.mse_loss(model(x, x_mark, y_mark).float(), target)
         optimizer.zero_grad()
         loss.backward()
@@ -113,26 +119,23 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
 
     counter = FlopCounterMode(display=False)
     with counter:
-        with _autocast(precision):
+        with _autocast(precision, device):
             loss = F.mse_loss(model(x, x_mark, y_mark).float(), target)
         loss.backward()
     optimizer.zero_grad()
     load = CpuLoad()
     with load:
-        rate = gemm_gflops(gemm_size, precision)
-        step(), step()  # warm-up
-        times = []
-        for _ in range(steps):
-            started = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - started)
+        rate = gemm_gflops(gemm_size, precision, device=device)
+        _seconds(step, device), _seconds(step, device)  # warm-up
+        times = [_seconds(step, device) for _ in range(steps)]
     seconds = statistics.median(times)
     flops = counter.get_total_flops()
     return {
         "model": name, "size": size, "precision": precision, "batch": batch, "gflop_per_step": flops / 1e9,
         "step_ms": seconds * 1000, "achieved_gflops": flops / seconds / 1e9, "gemm_gflops": rate,
         "share": flops / seconds / 1e9 / rate, "threads": torch.get_num_threads(),
-        "others_cpu": load.share, "device": "cpu", "torch": torch.__version__, "machine": machine(),
+        "others_cpu": load.share, "device": device.type, "torch": torch.__version__,
+        "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else machine(),
         "commit": commit(), "command": command_line(),
     }
 
@@ -158,28 +161,34 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--gemm-size", type=int, default=2048)
+    parser.add_argument("--gemm-size", type=int, help="the GEMM rate's square matrices (default 2048; 8192 on a GPU, "
+                                                       "which a smaller product leaves part idle)")
     parser.add_argument("--batch", type=int, nargs="+", default=[BATCH], help="windows per step (several: one row each)")
-    parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. 'improved (d32)'")
+    parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's "
+                                                     "size today; rows before 2026-11-26 say 'improved (d32)')")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
-    parser.add_argument("--output", type=Path, default=RESULTS / "roofline_cpu.csv")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
+    parser.add_argument("--output", type=Path, help="CSV path (default results/roofline_<device>.csv)")
     add_table_arguments(parser)
     args = parser.parse_args(argv)
     if args.markdown is not None:
-        emit_tables("roofline-tables", markdown(csv_rows(args.markdown)), args.readme)
+        emit_tables("roofline-tables", markdown(csv_rows(args.markdown)), args.readme, args.markdown)
         return 0
+    device = torch.device(args.device)
+    gemm_size = args.gemm_size or (8192 if device.type == "cuda" else 2048)
+    output = args.output or RESULTS / f"roofline_{device.type}.csv"
     rows = []
     for name, size, options in CASES:
         if name not in args.models or (args.sizes and size not in args.sizes):
             continue
         for precision in args.precisions:
             for batch in args.batch:
-                rows.append(measure(name, size, options, precision, args.steps, args.gemm_size, batch))
+                rows.append(measure(name, size, options, precision, args.steps, gemm_size, batch, device))
                 row = rows[-1]
                 print(f"{name} {size} {precision} batch {batch}: {row['step_ms']:.0f} ms, {row['share']:.0%} of "
                       f"{row['gemm_gflops']:.0f} GFLOP/s", flush=True)
-    write_rows(rows, args.output, COLUMNS)
+        write_rows(rows, output, COLUMNS)  # after each model, so a step cut off by a time limit keeps the rest
     print(markdown(rows))
     return 0
 

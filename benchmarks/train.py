@@ -750,11 +750,12 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[dict[str, Any]]:
-    """Run every planned group, writing the CSV after each; returns all rows."""
+    """Run every planned group, writing the CSV after each; returns all rows. A group's rows replace the
+    file's earlier rows of that group once it has run, so a run cut off keeps the rest of the file."""
     groups = plan(args, setting)
-    measured = {(group["kind"], group.get("model", "-")) for group in groups}
+    measured: set[tuple[str, str]] = set()
     previous = read_rows(output) if output.exists() else []
-    kept = [row for row in previous if (row["kind"], row["model"]) not in measured]
+    rows = previous
     common = {
         "data": setting.data, "device": setting.device, "commit": commit(), "seed": setting.seed,
         "command": command_line(args.argv), "batch": setting.batch, "seq_len": setting.seq_len,
@@ -779,13 +780,14 @@ def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[di
             size = {name: options[name] for name in ("d_model", "n_heads", "d_ff") if name in options}
         group_rows = [{**common, **size, **facts, **row} for row in group_rows]
         new += group_rows
-        rows = kept + new
+        measured.add((group["kind"], model))
+        rows = [row for row in previous if (row["kind"], row["model"]) not in measured] + new
         add_speedups(rows)
         write_rows(rows, output, COLUMNS)
         for row in group_rows:
             print(_progress(row), file=sys.stderr, flush=True)
         print(f"  ({group['kind']} {model}: {time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-    return kept + new
+    return rows
 
 
 def _progress(row: dict[str, Any]) -> str:
@@ -1043,7 +1045,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_group(json.loads(args.worker))))
         return
     if args.markdown:
-        emit_tables("train-tables", markdown(read_rows(args.markdown)), args.readme)
+        emit_tables("train-tables", markdown(read_rows(args.markdown)), args.readme, args.markdown)
         return
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {args.device}: no CUDA device is visible to torch {torch.__version__}")

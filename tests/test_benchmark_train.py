@@ -143,6 +143,33 @@ def test_batched_gather_serves_the_collated_batch(bench, series):
         torch.testing.assert_close(gathered[key], expected[key], rtol=0, atol=0)
 
 
+def test_a_rerun_cut_off_keeps_the_rows_it_did_not_reach(bench, results, series, tmp_path, monkeypatch):
+    """A group's rows replace the file's earlier ones only once it has run (device_bench.sh re-runs the
+    training groups last, under a time limit)."""
+    output = tmp_path / "train_cpu.csv"
+    output.write_text(results.read_text())
+    before = bench.read_rows(output)
+    measured = bench.run_group
+
+    def cut_off_at_logsparse(group):
+        if group.get("model") == "logsparse":
+            raise KeyboardInterrupt  # what the time limit's signal does to the run
+        return measured(group)
+
+    monkeypatch.setattr(bench, "run_group", cut_off_at_logsparse)
+    with pytest.raises(KeyboardInterrupt):
+        bench.main(["--data", str(series), *TINY, "--output", str(output), "--kinds", "train", "--variants", "fp32",
+                    "--warmup", "1", "--steps", "2", "--min-steps", "2"])
+    after = bench.read_rows(output)
+
+    def group(rows, kind, model):
+        return [(row["variant"], row["median_ms"]) for row in rows if row["kind"] == kind and row["model"] == model]
+
+    assert group(after, "train", "logsparse") == group(before, "train", "logsparse") != []
+    assert group(after, "infer", "informer") == group(before, "infer", "informer") != []
+    assert [variant for variant, _ in group(after, "train", "informer")] == ["fp32"]
+
+
 def test_a_failing_variant_becomes_a_row(bench):
     def broken():
         raise RuntimeError("no kernel")
@@ -174,7 +201,10 @@ def test_the_measured_waste_fixes_stay_in_place():
 @pytest.mark.parametrize("script, block, csv_name", [("attention", "attention-tables", "attention_cpu.csv"),
                                                       ("train", "train-tables", "train_cpu.csv"),
                                                       ("roofline", "roofline-tables", "roofline_cpu.csv"),
-                                                      ("reference", "reference-tables", "reference_cpu.csv")])
+                                                      ("reference", "reference-tables", "reference_cpu.csv"),
+                                                      ("train", "train-tables-cuda", "train_cuda.csv"),
+                                                      ("attention", "attention-tables-cuda-bf16",
+                                                       "attention_cuda_bf16.csv")])
 def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, block, csv_name, tmp_path):
     """Every figure in benchmarks/README.md's tables comes from the committed results."""
     readme = tmp_path / "README.md"
