@@ -88,7 +88,7 @@ _COMMAND_FLAGS: dict[str, list[tuple[str, Any, Any, str]]] = {
 }
 _INPUT = ("input", str | None, None, "data to score or forecast from: a CSV path or dataset name (default: the "
                                      "config's data.dataset)")
-_PRINT_CONFIG = ("--print_config", "--print-config")
+_PRINT_CONFIG = ("--print_config",)
 
 
 def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
@@ -315,12 +315,12 @@ def _splits_parser() -> Any:
 def _splits(args: argparse.Namespace, tokens: list[str]) -> int:
     from jsonargparse import ArgumentError
 
-    from forecast.config import snake_case_flag, valid_options_hint
+    from forecast.config import valid_options_hint
     from forecast.data import WindowDataModule, describe_splits
 
     parser = _splits_parser()
     try:
-        options = parser.parse_args([snake_case_flag(token) for token in tokens]).as_dict()
+        options = parser.parse_args(tokens).as_dict()
     except ArgumentError as error:
         message = " ".join(str(error).split())
         raise ConfigError(f"forecast splits: {message}.{valid_options_hint(parser, message)} Fix: see "
@@ -387,7 +387,7 @@ def _config_command(commands: argparse._SubParsersAction, name: str, run: Comman
 
 def build_parser() -> argparse.ArgumentParser:
     """The console script's parser. One flag style throughout: ``--snake_case`` (Lightning's and
-    jsonargparse's), each also accepted with dashes (``--dry-run``)."""
+    jsonargparse's); :func:`main` reads a dashed spelling (``--dry-run``) as that flag."""
     parser = argparse.ArgumentParser(prog="forecast", description=__doc__, allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -402,24 +402,24 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--sweep", default=None, metavar="FILE.yaml", help="sweep file (flags override it)")
     sweep.add_argument("--config", nargs="+", default=None, metavar="FILE.yaml",
                        help="run these config files instead of selecting from --configs_dir")
-    sweep.add_argument("--configs_dir", "--configs-dir", type=Path, default=None,
+    sweep.add_argument("--configs_dir", type=Path, default=None,
                        help="default configs (experiments/benchmark.yaml names the repository's)")
     sweep.add_argument("--datasets", nargs="+", default=None)
     sweep.add_argument("--models", nargs="+", default=None)
     sweep.add_argument("--features", nargs="+", default=None, choices=["M", "S", "MS"])
     sweep.add_argument("--horizons", nargs="+", type=int, default=None)
     sweep.add_argument("--seeds", nargs="+", type=int, default=None, help="default: each config's seed")
-    sweep.add_argument("--results_dir", "--results-dir", type=Path, default=None, help="default results")
-    sweep.add_argument("--runs_dir", "--runs-dir", type=Path, default=None,
+    sweep.add_argument("--results_dir", type=Path, default=None, help="default results")
+    sweep.add_argument("--runs_dir", type=Path, default=None,
                        help="default runs (where forecast fit keeps the same runs)")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config option in every run, e.g. trainer.max_epochs=2 (repeatable)")
     sweep.add_argument("--shard", default=None, metavar="K/N",
                        help="run only worker K's share of N (0-based; the runs at plan positions i %% N == K), "
                             "e.g. --shard ${SLURM_ARRAY_TASK_ID}/4 in a job array")
-    sweep.add_argument("--dry_run", "--dry-run", action="store_true",
+    sweep.add_argument("--dry_run", action="store_true",
                        help="list the runs and their status, run nothing")
-    sweep.add_argument("--fail_fast", "--fail-fast", action="store_true", help="stop at the first failed run")
+    sweep.add_argument("--fail_fast", action="store_true", help="stop at the first failed run")
     sweep.add_argument("--progress", type=_optional_bool, default=None, metavar="{true,false,null}",
                        help="show Lightning's progress bar (default: in interactive use, a terminal or Jupyter, "
                             "unless the CI environment variable is set)")
@@ -427,8 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", allow_abbrev=False,
                                  help="Markdown tables of the results next to the published numbers")
-    report.add_argument("--results_dir", "--results-dir", type=Path, default=Path("results"), help="default results")
-    report.add_argument("--configs_dir", "--configs-dir", type=Path, default=Path("configs"), help="default configs")
+    report.add_argument("--results_dir", type=Path, default=Path("results"), help="default results")
+    report.add_argument("--configs_dir", type=Path, default=Path("configs"), help="default configs")
     report.add_argument("--published", type=Path, default=Path("published.csv"),
                         help="the published figures (default published.csv; the repository's: "
                              "experiments/published.csv)")
@@ -445,9 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines")
     demo.add_argument("--data", default="ETTh1")
     demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--train_batches", "--train-batches", type=int, default=None,
+    demo.add_argument("--train_batches", type=int, default=None,
                       help="cap on training batches per epoch (default: all)")
-    demo.add_argument("--val_batches", "--val-batches", type=int, default=None,
+    demo.add_argument("--val_batches", type=int, default=None,
                       help="cap on validation batches per epoch (default: all); the test report "
                            "always scores every test window")
     demo.set_defaults(run=_demo)
@@ -470,8 +470,11 @@ def _console_log() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from forecast.config import snake_case_flag
+
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args([snake_case_flag(token) for token in
+                                           (sys.argv[1:] if argv is None else argv)])
     try:
         with _console_log():
             return args.run(args, extra)

@@ -329,7 +329,8 @@ def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.Pat
     return "\n".join([
         "### Summary: ours against the published numbers", "",
         "MSE / MAE on the standardized scale. Ours: mean (± standard deviation) over seeds, seed count in "
-        "brackets, at the setting of `experiments/configs/<dataset>/<model>_<features>_<horizon>.yaml` "
+        "brackets, at the setting of its config (`<dataset>/<model>_<features>_<horizon>.yaml` in the configs "
+        "directory) "
         "(window = input/label length); **not run** marks a configured setting without results yet; "
         f"{MISSING} marks no figure. Published figures come from each paper's own per-horizon settings; "
         "`transformer` is compared with the paper's Informer† (canonical attention) and `logsparse` with "

@@ -105,7 +105,7 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
             f"waited {LOCK_TIMEOUT_S:.0f} s for the lock {lock_file} of the results file {Path(path).name}. Fix: if "
             "no process is writing there, delete the lock file; if file locks do not work across the nodes of this "
             "filesystem, give each worker its own --results_dir and merge them with "
-            "python experiments/merge_results.py."
+            "forecast.results.merge_results(worker_dirs, target)."
         ) from error
     try:
         yield
@@ -206,8 +206,8 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
             unkeyed = sorted(set(KEY) - set(rows.columns))
             if unkeyed:
                 raise ValueError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed by "
-                                 "them. Fix: python experiments/migrate_results.py "
-                                 f"{path.parent}, then merge again.")
+                                 f"them. Fix: give its rows those columns (the recipe and the training settings "
+                                 f"each run had), then merge again.")
             for row in rows.to_dict("records"):
                 row = {name: "" if isinstance(value, float) and value != value else value
                        for name, value in row.items()}  # NaN: a blank cell, as it was read

@@ -658,9 +658,9 @@ def git_commit(default: str = "unknown", outputs: Sequence[str | os.PathLike] = 
     """The commit of the checkout the package runs from, ``-dirty`` when its files are modified.
 
     ``outputs`` (files or directories, e.g. the results directory a run appends to) are left out
-    of the check: a run that wrote its own outputs is not "dirty". Outside a git checkout (a copied
-    tree, as on a lent GPU machine: experiments/device_grid.sh) the ``FORECAST_COMMIT`` environment
-    variable names the commit it was copied from, else ``default``.
+    of the check: a run that wrote its own outputs is not "dirty". Outside a git checkout (a tree
+    copied to another machine) the ``FORECAST_COMMIT`` environment variable names the commit it was
+    copied from, else ``default``.
     """
     root = Path(forecast.__file__).resolve().parent.parent
     excluded = [f":(exclude){Path(path).resolve()}" for path in outputs]

@@ -446,6 +446,23 @@ def test_help_lists_every_subcommand(capsys):
         assert command in out
 
 
+@pytest.mark.parametrize("command", ["fit", "sweep", "report", "splits", "demo"])
+def test_help_spells_every_flag_one_way_and_the_dashed_spelling_still_works(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    flags = set(re.findall(r"(?<![\w-])--[a-z][\w.-]*", capsys.readouterr().out))
+    assert flags and not [flag for flag in flags if "-" in flag[2:]], flags  # --snake_case only
+
+
+def test_a_dashed_flag_reads_as_its_snake_case_flag(tmp_path, capsys):
+    outcomes = []
+    for tokens in (["--configs-dir", str(tmp_path), "--dry-run"], ["--configs_dir", str(tmp_path), "--dry_run"]):
+        status = main(["sweep", *tokens])
+        captured = capsys.readouterr()
+        outcomes.append((status, captured.out, captured.err))
+    assert outcomes[0] == outcomes[1] and "unrecognized" not in outcomes[0][2]
+
+
 def test_python_dash_m_forecast_is_the_console_script():
     done = subprocess.run([sys.executable, "-m", "forecast", "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "{fit,validate,test,predict,sweep,report,splits,demo}" in done.stdout

@@ -84,7 +84,7 @@ def test_series_on_different_clocks_are_refused_by_name():
     (lambda f: f.assign(footfall=f.footfall.astype(object).where(f.index != 3, "n/a")), NonNumericColumnError,
      ["'footfall'", "'n/a'"]),
     (lambda f: f.assign(region=f.region.where(f.index != 5, "west")), DataError,
-     ["static covariate 'region'", "constant within each series"]),
+     ["static covariate 'region'", "constant within each series", "series 's0'"]),
     (lambda f: f.assign(unique_id=f.unique_id.where(f.index != 2)), DataError, ["id column 'unique_id'", "row 2"]),
 ])
 def test_a_bad_series_is_named_with_the_fix(break_it, error, words):

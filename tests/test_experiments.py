@@ -507,14 +507,14 @@ def test_long_horizon_targets_count_wins_over_naive_and_gains_over_the_published
     assert "`logsparse`: not run yet." in lines
 
 
-def test_merging_rows_written_before_recipes_asks_for_the_migration(tmp_path):
+def test_merging_rows_written_before_recipes_asks_for_their_key_columns(tmp_path):
     from forecast.results import merge_results
 
     source = tmp_path / "old"
     source.mkdir()
     older = [c for c in COLUMNS if c not in ("recipe", "training", "val_loss")]
     pd.DataFrame([row()])[older].to_csv(source / "toy.csv", index=False)
-    with pytest.raises(ValueError, match="migrate_results.py"):
+    with pytest.raises(ValueError, match=r"has no \['recipe', 'training'\] columns.*Fix: give its rows those"):
         merge_results([source], tmp_path / "results")
 
 

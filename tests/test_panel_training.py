@@ -149,9 +149,13 @@ def test_every_model_reads_the_known_covariates_and_codes(model):
     with torch.no_grad():
         base = net(x, x_mark, y_mark)
         promo = net(*model_inputs(spec, batch | {"y_known": batch["y_known"] + 1.0}))
+        past_promo = net(*model_inputs(spec, batch | {"x_known": batch["x_known"] + 1.0}))
         other_store = net(*model_inputs(spec, batch | {"series": (batch["series"] + 1) % 3}))
     assert base.shape == (len(batch["x"]), 4, 1)
     assert not torch.allclose(base, promo) and not torch.allclose(base, other_store)
+    # The lookback's known covariates enter the encoder (LogSparse: the input steps); DLinear maps the lookback's
+    # values alone and adds a term of the forecast steps' covariates.
+    assert torch.allclose(base, past_promo) if model == "dlinear" else not torch.allclose(base, past_promo)
 
 
 def test_a_trained_model_follows_the_future_promotion_calendar():
@@ -166,6 +170,31 @@ def test_a_trained_model_follows_the_future_promotion_calendar():
     ends = frame.groupby("store")["date"].max()
     for store, rows in with_promo.groupby("store"):
         assert rows["date"].iloc[0] == ends[store] + pd.Timedelta("1D")  # after each series' own end
+
+
+@pytest.mark.parametrize("model", ["naive", "seasonal_naive"])
+def test_the_naive_baselines_ignore_the_covariates(model):
+    frame = store_panel()
+    fc = Forecaster(model, **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    with_promo = fc.predict(frame, future_covariates=future_frame(frame, promo=1.0))
+    pd.testing.assert_frame_equal(with_promo, fc.predict(frame, future_covariates=future_frame(frame, promo=0.0)))
+    other_regions = frame.assign(region=frame["region"].map({"north": "south", "south": "north"}))
+    pd.testing.assert_frame_equal(with_promo, fc.predict(other_regions, future_covariates=future_frame(frame, 1.0)))
+
+
+def test_a_csv_panel_fits_like_its_frame_and_shuffles_windows_across_series(tmp_path):
+    frame = store_panel()
+    path = tmp_path / "stores.csv"
+    frame.to_csv(path, index=False)
+    future = future_frame(frame, promo=1.0)
+    options = dict(**WINDOWS, max_epochs=1, batch_size=16, seed=0, progress=False)
+    from_file = Forecaster("dlinear", **options).fit(path, date_column="date", **ROLES)
+    from_frame = Forecaster("dlinear", **options).fit(frame, date_column="date", **ROLES)
+    pd.testing.assert_frame_equal(from_file.predict(path, future_covariates=future),
+                                  from_frame.predict(frame, future_covariates=future))
+    series = torch.cat([batch["series"] for batch in from_file.datamodule.train_dataloader()])  # one epoch's order
+    assert sorted(series.tolist()) == sorted(from_file.datamodule.dataset("train").series.tolist())
+    assert len(set(series[:16].tolist())) > 1  # the first batch already mixes series: shuffled across them
 
 
 def test_prediction_refuses_missing_future_covariates_by_series_and_step():
