@@ -126,7 +126,8 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
     load = CpuLoad()
     with load:
         rate = gemm_gflops(gemm_size, precision, device=device)
-        _seconds(step, device), _seconds(step, device)  # warm-up
+        for _ in range(2):  # warm-up
+            _seconds(step, device)
         times = [_seconds(step, device) for _ in range(steps)]
     seconds = statistics.median(times)
     flops = counter.get_total_flops()

@@ -31,9 +31,10 @@ if [ $# -gt 0 ]; then
   sweeps=("$*")
 else
   sweeps=(
-    # What costs this CPU the most first: the paper-size Informer (about a day a cell here, bf16 autocast; all
-    # twelve runs came from the second loan, so they are skipped now), then the 15-minute datasets. The ETTh1 and ETTh2 cells of the improved recipe took 1-2.5 minutes of training
-    # each, eight at a time on an H200 (2026-11-26), against hours here.
+    # What costs this CPU the most first: the paper-size Informer (about a day a cell here, bf16 autocast; its
+    # twelve runs came from the second loan, so they are skipped now), then the 15-minute datasets. The ETTh1
+    # and ETTh2 cells of the improved recipe took 1-2.5 minutes of training each, eight at a time on an H200
+    # (2026-11-26), against hours here.
     "--datasets ETTh1 --models informer-paper --seeds 0 1 2"
     # Informer's learning rate at long horizons, to choose on validation loss (experiments/README.md): its
     # validation loss was lowest after the first epoch at 1e-3 in most ETTh1 336/720 runs.

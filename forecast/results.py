@@ -206,8 +206,8 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
             unkeyed = sorted(set(KEY) - set(rows.columns))
             if unkeyed:
                 raise ValueError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed by "
-                                 f"them. Fix: give its rows those columns (the recipe and the training settings "
-                                 f"each run had), then merge again.")
+                                 "them. Fix: give its rows those columns (the recipe and the training settings "
+                                 "each run had), then merge again.")
             for row in rows.to_dict("records"):
                 row = {name: "" if isinstance(value, float) and value != value else value
                        for name, value in row.items()}  # NaN: a blank cell, as it was read

@@ -1,8 +1,11 @@
 """The training recipe shared by the Python API, the CLI and the experiment runner.
 
 One place builds the Trainer (early stopping on validation loss, a checkpoint every
-epoch, the best one restored before testing), resumes a killed run from its last
-checkpoint, and turns a finished run into a results row (docs/design.md).
+epoch), resumes a killed run from its last checkpoint, restores the best epoch's weights and
+calibrates on the validation windows (:func:`fit_best`); :func:`test_windows` is the recipe's
+test, kept apart so that fitting in Python does not score the test windows unasked
+(``Forecaster.evaluate`` and the experiment runner call it; forecast.experiment writes the
+results row). See docs/design.md.
 """
 
 from __future__ import annotations
