@@ -347,7 +347,10 @@ class Trainer:
 def _swapped(name: str, original: Callable[..., Any], replacement: Callable[..., Any]) -> Iterator[None]:
     """Every module that holds ``original`` under ``name`` (its own module, and the kernels that
     imported it by name) holds ``replacement`` meanwhile."""
-    users = [module for module in list(sys.modules.values()) if getattr(module, name, None) is original]
+    # A module's own namespace, not getattr: that would run modules' __getattr__ hooks (PEP 562), which warn
+    # or import (jsonargparse's deprecated submodules).
+    users = [module for module in list(sys.modules.values())
+             if getattr(module, "__dict__", {}).get(name) is original]
     for module in users:
         setattr(module, name, replacement)
     try:
