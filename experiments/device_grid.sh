@@ -36,9 +36,6 @@ else
     # and ETTh2 cells of the improved recipe took 1-2.5 minutes of training each, eight at a time on an H200
     # (2026-11-26), against hours here.
     "--datasets ETTh1 --models informer-paper --seeds 0 1 2"
-    # Informer's learning rate at long horizons, to choose on validation loss (experiments/README.md): its
-    # validation loss was lowest after the first epoch at 1e-3 in most ETTh1 336/720 runs.
-    "--datasets ETTh1 --models informer --horizons 192 336 720 --seeds 0 --set trainer.learning_rate=0.00025"
     "--datasets ETTm1 ETTm2 weather --models informer logsparse --seeds 0"
     "--datasets ETTh1 --models informer logsparse --seeds 0 1 2"
     "--datasets ETTh2 exchange_rate national_illness --models informer logsparse --seeds 0"
