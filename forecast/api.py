@@ -314,7 +314,8 @@ class Forecaster:
 
         Returns a metric x scale table (:func:`forecast.metrics.pivot_report`): MSE, MAE,
         RMSE on the standardized and the original scale, MAPE and MSPE in original units
-        only, and rho-risks and coverage for probabilistic models, all horizons and
+        only, rho-risks (a point forecast taken as every quantile) and, for probabilistic models,
+        interval coverage, all horizons and
         variables pooled; ``attrs["n_windows"]`` counts the windows. ``detail=True``
         returns the long report (:func:`forecast.metrics.report`) instead, with columns
         ``scale``, ``metric``, ``horizon`` (``"all"`` or 1..P), ``variable``, ``value``,

@@ -63,7 +63,8 @@ class ForecastModule(L.LightningModule):
             original units; default: the trainer's datamodule's.
         n_samples, sample_seed: for probabilistic models (``model.probabilistic``), the
             sample paths per window behind the test's rho-risk (R0.5, R0.9) and 80%
-            interval coverage, drawn from a generator seeded at every test epoch.
+            interval coverage, drawn from a generator seeded at every test epoch. A point
+            forecast's rho-risks take it as every quantile; it has no interval to cover.
     """
 
     def __init__(
@@ -100,8 +101,11 @@ class ForecastModule(L.LightningModule):
         self.val_mae = torchmetrics.MeanAbsoluteError()
         self.test_errors = nn.ModuleDict(
             {"standardized": MetricAccumulator(), "original": MetricAccumulator()})
-        self.test_quantiles = nn.ModuleDict(
-            {"standardized": ProbabilisticAccumulator(), "original": ProbabilisticAccumulator()})
+        # A point forecast is scored as every quantile (no interval, so no coverage), as the DeepAR and
+        # LogSparse papers score their point baselines: its R0.5 is the normalized deviation sum|y - f| / sum|y|.
+        levels = (0.8,) if model.probabilistic else ()
+        self.test_quantiles = nn.ModuleDict({"standardized": ProbabilisticAccumulator(levels=levels),
+                                             "original": ProbabilisticAccumulator(levels=levels)})
         self._sample_generator: torch.Generator | None = None
         self.test_report: pd.DataFrame | None = None
         self._predict_offset = 0
@@ -212,6 +216,11 @@ class ForecastModule(L.LightningModule):
             if pred_orig is not None:
                 # Quantiles commute with the positive affine un-scaling.
                 self.test_quantiles["original"].update(self.to_original(samples, batch), target_orig)
+        else:
+            rhos = self.test_quantiles["standardized"].rhos
+            self.test_quantiles["standardized"].update(dict.fromkeys(rhos, pred), target)
+            if pred_orig is not None:
+                self.test_quantiles["original"].update(dict.fromkeys(rhos, pred_orig), target_orig)
 
     def on_test_epoch_end(self) -> None:
         """Log overall test metrics and keep the full report (per horizon and variable)."""

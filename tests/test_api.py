@@ -127,7 +127,7 @@ def test_evaluate_summarizes_metrics_by_scale_with_percentages_in_original_units
     fc = Forecaster("naive", **WINDOW).fit(frame)
     summary, detail = fc.evaluate(), fc.evaluate(detail=True)
     assert list(summary.columns) == ["standardized", "original"]
-    assert list(summary.index) == ["mse", "mae", "rmse", "mape", "mspe"]
+    assert list(summary.index) == ["mse", "mae", "rmse", "mape", "mspe", "rho_risk_0.5", "rho_risk_0.9"]
     overall = detail.query("horizon == 'all' and variable == 'all'")
     for row in overall.itertuples():
         assert summary.loc[row.metric, row.scale] == row.value

@@ -139,7 +139,7 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     # Its curves go to a CSV log whatever is installed (Lightning's default is TensorBoard's when it can be).
     (log,) = (tmp_path / "runs").glob("*/lightning_logs/version_0/metrics.csv")
     assert pd.read_csv(log)["val_loss"].notna().sum() == 2
-    assert np.isnan(first["rho_risk_0.5"]) and np.isnan(first["coverage_0.8"])  # a point forecast has none
+    assert np.isfinite(first["rho_risk_0.5"]) and np.isnan(first["coverage_0.8"])  # a point: no interval
     assert main(["sweep", "--config", str(informer), "--seeds", "3", *folders]) == 0  # finished: skipped
     assert len(read_results(results)) == 1
     assert main(["sweep", "--config", str(seasonal), *folders]) == 0

@@ -79,6 +79,28 @@ def test_original_scale_metrics_match_an_independent_computation():
                                                      rel=1e-5)
 
 
+@pytest.mark.parametrize("name", ["naive", "dlinear"])
+def test_a_point_forecast_is_scored_as_every_quantile(name):
+    from forecast.metrics import rho_risk
+    from forecast.models import model_inputs
+
+    dm = datamodule("M", batch_size=16)
+    torch.manual_seed(0)
+    model = build_model(name, DataSpec.from_fitted(dm.fitted), **OPTIONS[name]).eval()
+    module = ForecastModule(model)
+    with lightning_warnings():
+        metrics = trainer().test(module, datamodule=dm, verbose=False)[0]
+    with torch.no_grad():
+        batches = list(dm.test_dataloader())
+        pred = torch.cat([model(*model_inputs(model.spec, batch)) for batch in batches])  # [N, P, C]
+        true = torch.cat([module._target(batch, pred) for batch in batches])
+    deviation = (true - pred).abs().sum() / true.abs().sum()  # R0.5 is the normalized deviation
+    assert metrics["test_rho_risk_0.5"] == pytest.approx(float(deviation), rel=1e-5)
+    assert metrics["test_rho_risk_0.9"] == pytest.approx(rho_risk(pred.numpy(), true.numpy(), 0.9), rel=1e-5)
+    assert np.isfinite(metrics["test_rho_risk_0.5_orig"])
+    assert not any(name.startswith("test_coverage") for name in metrics)  # a point has no interval
+
+
 def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
     dm = datamodule("MS", batch_size=16)
     torch.manual_seed(0)
