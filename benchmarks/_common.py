@@ -193,6 +193,17 @@ def update_readme(name: str, body: str, readme: Path = README) -> None:
     readme.write_text(update_block(readme.read_text(), body.rstrip("\n") + "\n", begin, end))
 
 
+def timed(step: Any, device: str) -> tuple[float, Any]:
+    """Wall seconds of ``step()`` and its result, waiting for a CUDA device to finish the work."""
+    import torch
+
+    begin = time.perf_counter()
+    result = step()
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+    return time.perf_counter() - begin, result
+
+
 def emit_tables(name: str, tables: str, readme: Path | None, source: Path | None = None) -> None:
     """Print the ``--markdown`` tables, or rewrite the README's block of them: ``name`` for a results file
     ``<script>_cpu.csv``, ``name-<rest>`` for ``<script>_<rest>.csv`` (``attention_cuda_bf16.csv``:

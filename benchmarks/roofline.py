@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ from _common import (  # noqa: E402
     emit_tables,
     machine,
     markdown_table,
+    timed,
     write_rows,
 )
 
@@ -75,21 +75,12 @@ def _autocast(precision: str, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
 
-def _seconds(work, device: torch.device) -> float:
-    """Wall time of ``work()``, waiting for a GPU to finish it."""
-    started = time.perf_counter()
-    work()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter() - started
-
-
 def gemm_gflops(size: int, precision: str, repeats: int = 7, device: torch.device = torch.device("cpu")) -> float:
     """Median GFLOP/s of a ``size`` x ``size`` matrix product in ``precision``."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     a, b = (torch.randn(size, size, dtype=dtype, device=device) for _ in range(2))
-    _seconds(lambda: a @ b, device)
-    times = [_seconds(lambda: a @ b, device) for _ in range(repeats)]
+    timed(lambda: a @ b, device.type)
+    times = [timed(lambda: a @ b, device.type)[0] for _ in range(repeats)]
     return 2 * size**3 / statistics.median(times) / 1e9
 
 
@@ -127,8 +118,8 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
     with load:
         rate = gemm_gflops(gemm_size, precision, device=device)
         for _ in range(2):  # warm-up
-            _seconds(step, device)
-        times = [_seconds(step, device) for _ in range(steps)]
+            timed(step, device.type)
+        times = [timed(step, device.type)[0] for _ in range(steps)]
     seconds = statistics.median(times)
     flops = counter.get_total_flops()
     return {

@@ -74,6 +74,7 @@ from _common import (
     machine,
     markdown_table,
     short_commit,
+    timed,
     wait_for_quiet,
     write_rows,
 )
@@ -204,11 +205,6 @@ def _autocast(device: str, precision: str) -> AbstractContextManager:
     if precision == "fp32":
         return nullcontext()
     return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16)
-
-
-def _synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def _datamodule(setting: Setting, variant: Variant, *, drop_last: bool = True,
@@ -394,13 +390,6 @@ def _sdpa_dropout() -> AbstractContextManager[None]:
     return _swapped("head_attention", reference.head_attention, sdpa)
 
 
-def _timed(step: Callable[[], Any], device: str) -> tuple[float, Any]:
-    begin = time.perf_counter()
-    result = step()
-    _synchronize(device)
-    return time.perf_counter() - begin, result
-
-
 def _error(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return f"error: {type(error).__name__}: {text[:160]}"
@@ -420,7 +409,7 @@ def _interleave(cases: dict[str, Callable[[], Any]], device: str, warmups: dict[
         begin = time.perf_counter()
         try:
             for _ in range(warmups[name]):
-                _timed(call, device)
+                timed(call, device)
         except Exception as error:  # compile or kernel failures become a row, not a crash
             results[name] = {"status": _error(error)}
             continue
@@ -434,7 +423,7 @@ def _interleave(cases: dict[str, Callable[[], Any]], device: str, warmups: dict[
         for name, call in list(live.items()):
             try:
                 with results[name]["load"]:
-                    seconds, value = _timed(call, device)
+                    seconds, value = timed(call, device)
             except Exception as error:
                 results[name] = {"status": _error(error)}
                 del live[name]

@@ -103,9 +103,9 @@ class ForecastModule(L.LightningModule):
             {"standardized": MetricAccumulator(), "original": MetricAccumulator()})
         # A point forecast is scored as every quantile (no interval, so no coverage), as the DeepAR and
         # LogSparse papers score their point baselines: its R0.5 is the normalized deviation sum|y - f| / sum|y|.
-        levels = (0.8,) if model.probabilistic else ()
-        self.test_quantiles = nn.ModuleDict({"standardized": ProbabilisticAccumulator(levels=levels),
-                                             "original": ProbabilisticAccumulator(levels=levels)})
+        self.test_quantiles = nn.ModuleDict({
+            scale: ProbabilisticAccumulator() if model.probabilistic else ProbabilisticAccumulator(levels=())
+            for scale in ("standardized", "original")})
         self._sample_generator: torch.Generator | None = None
         self.test_report: pd.DataFrame | None = None
         self._predict_offset = 0
