@@ -9,7 +9,9 @@ and scored on the second half (the later ones, as test is later still), never on
 * ``none``: ``c + v``, the trained model;
 * ``w``: ``c + w v``, one least-squares weight in [0, 1] (the recipe's ``calibrate_correction``);
 * ``b,w``: ``mean + b (last - mean) + w v``, the centre refitted too, one ``b`` for every variable;
-* ``b_c,w_c``: the same with a ``b`` and a ``w`` per variable.
+* ``b_c,w_c``: the same with a ``b`` and a ``w`` per variable;
+* ``skip``: ``c + s``, the linear skip's share ``s`` of the correction alone (models with ``linear_skip``);
+* ``a,w``: ``c + a s + w (v - s)``, the skip and the rest of the network weighted apart.
 
 Test MSE, each variant refitted on every validation window, is printed for the record only.
 """
@@ -25,15 +27,32 @@ from forecast import Forecaster, datasets
 from forecast.models.base import horizon_target, model_inputs
 
 VARIANTS = ("none", "w", "b,w", "b_c,w_c")
+SKIP_VARIANTS = ("skip", "a,w")
+
+
+def has_skip(model) -> bool:
+    return getattr(model, "skip", None) is not None  # Informer's and LogSparse's ``linear_skip``
+
+
+def correction_without_skip(model, inputs) -> torch.Tensor:
+    """The correction the model forecasts with its linear skip taken out, ``[B, P, C_out]``."""
+    skip, model.skip = model.skip, None
+    try:
+        return model.center_and_correction(*inputs)[1]
+    finally:
+        model.skip = skip
 
 
 def parts(model, loader) -> dict[str, torch.Tensor]:
-    """Per window, step and output variable: the input's mean and last-minus-mean, the centre, the correction
-    and the target, ``[N, P, C_out]`` each."""
-    rows: dict[str, list[torch.Tensor]] = {name: [] for name in ("mean", "offset", "center", "correction", "y")}
+    """Per window, step and output variable: the input's mean and last-minus-mean, the centre, the correction,
+    the linear skip's share of it (zero without one) and the target, ``[N, P, C_out]`` each."""
+    names = ("mean", "offset", "center", "correction", "skip", "y")
+    rows: dict[str, list[torch.Tensor]] = {name: [] for name in names}
     for batch in loader:
         inputs = model_inputs(model.spec, batch)
         center, correction = model.center_and_correction(*inputs)  # [B, P, C_out] each
+        rows["skip"].append(correction - correction_without_skip(model, inputs) if has_skip(model)
+                            else torch.zeros_like(correction))  # [B, P, C_out]
         c_out = center.shape[2]
         x = inputs[0][..., -c_out:]  # [B, L, C_out]
         mean = x.mean(dim=1, keepdim=True)  # [B, 1, C_out]
@@ -56,22 +75,29 @@ def box_least_squares(features: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 
 def fitted(variant: str, windows: dict[str, torch.Tensor]):
-    """The forecast function of ``variant`` fitted on ``windows``."""
-    y, mean, offset, center, correction = (windows[name].numpy() for name in ("y", "mean", "offset", "center",
-                                                                              "correction"))
+    """The forecast function of ``variant`` fitted on ``windows``, and its fitted coefficients."""
+    y, mean, offset, center, correction, skip = (windows[name].numpy() for name in ("y", "mean", "offset", "center",
+                                                                                    "correction", "skip"))
     if variant == "none":
-        return lambda w: w["center"] + w["correction"]
+        return (lambda w: w["center"] + w["correction"]), np.ones(1)
+    if variant == "skip":
+        return (lambda w: w["center"] + w["skip"]), np.ones(1)
     if variant == "w":
-        (kept,) = box_least_squares(correction.reshape(-1, 1), (y - center).reshape(-1))
-        return lambda w: w["center"] + kept * w["correction"]
+        kept = box_least_squares(correction.reshape(-1, 1), (y - center).reshape(-1))
+        return (lambda w: w["center"] + kept[0] * w["correction"]), kept
+    if variant == "a,w":
+        kept = box_least_squares(np.stack([skip.reshape(-1), (correction - skip).reshape(-1)], 1),
+                                 (y - center).reshape(-1))
+        return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
     if variant == "b,w":
-        b, kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
-        return lambda w: w["mean"] + b * w["offset"] + kept * w["correction"]
+        kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
+        return (lambda w: w["mean"] + kept[0] * w["offset"] + kept[1] * w["correction"]), kept
     per_variable = torch.tensor(np.array([
         box_least_squares(np.stack([offset[..., k].reshape(-1), correction[..., k].reshape(-1)], 1),
                           (y[..., k] - mean[..., k]).reshape(-1))
         for k in range(y.shape[2])]))  # [C_out, 2]
-    return lambda w: w["mean"] + per_variable[:, 0] * w["offset"] + per_variable[:, 1] * w["correction"]
+    return (lambda w: w["mean"] + per_variable[:, 0] * w["offset"] + per_variable[:, 1] * w["correction"]
+            ), per_variable.numpy().T.reshape(-1)
 
 
 def mse(forecast: torch.Tensor, windows: dict[str, torch.Tensor]) -> float:
@@ -92,10 +118,13 @@ def main(argv: list[str] | None = None) -> None:
     half = val["y"].shape[0] // 2
     first, second = ({name: values[part] for name, values in val.items()} for part in (slice(None, half),
                                                                                         slice(half, None)))
-    for variant in VARIANTS:
+    for variant in VARIANTS + (SKIP_VARIANTS if has_skip(model) else ()):
+        on_half, half_coefficients = fitted(variant, first)
+        on_all, coefficients = fitted(variant, val)
         print(f"{args.dataset} {type(model).__name__} P={val['y'].shape[1]} {variant:8s} "
-              f"later validation half {mse(fitted(variant, first)(second), second):.4f} | "
-              f"for the record, test {mse(fitted(variant, val)(held_out), held_out):.4f}")
+              f"later validation half {mse(on_half(second), second):.4f} "
+              f"(fitted {np.array2string(half_coefficients, precision=2)}) | for the record, test "
+              f"{mse(on_all(held_out), held_out):.4f} (fitted {np.array2string(coefficients, precision=2)})")
 
 
 if __name__ == "__main__":

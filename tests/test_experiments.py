@@ -477,6 +477,40 @@ def test_rows_written_before_the_correction_column_take_it_from_their_saved_mode
     assert after.astype(str).equals(before.astype(str))  # nothing else changed
 
 
+def test_rows_tested_before_point_rho_risks_take_them_from_testing_their_saved_models_again(tmp_path, capsys):
+    """A row without rho-risks gets the ones its saved model tests at, once the re-test gives the row's MSE;
+    a folder holding another model is refused and the file left as it was."""
+    from forecast.cli import main
+
+    csv = toy_csv(tmp_path)
+    config = tmp_path / "dlinear.yaml"
+    config.write_text(yaml.safe_dump({
+        "model": {"name": "dlinear"}, "trainer": {"max_epochs": 1},
+        "data": {"dataset": str(csv), "features": "MS", "seq_len": 24, "label_len": 12, "pred_len": 6}}))
+    folders = ["--results_dir", str(tmp_path / "results"), "--runs_dir", str(tmp_path / "runs")]
+    assert main(["sweep", "--config", str(config), *folders]) == 0
+    path = tmp_path / "results" / "toy.csv"
+    recorded = read_results(path).iloc[0]
+    older = pd.read_csv(path, keep_default_na=False)
+    older[["rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig"]] = ""
+    older.to_csv(path, index=False)
+    script = load_script("fill_rho_risks")
+    arguments = [str(tmp_path / "runs"), "--datasets", "toy", "--results-dir", str(path.parent),
+                 "--data-dir", str(tmp_path)]
+    wrong = older.assign(mse=older.mse.astype(float) * 1.01)
+    wrong.to_csv(path, index=False)
+    with pytest.raises(ValueError, match="holds another model"):
+        script.main(arguments)
+    assert pd.read_csv(path, keep_default_na=False).astype(str).equals(wrong.astype(str))
+    older.to_csv(path, index=False)
+    assert script.main(arguments) == 0
+    filled = read_results(path).iloc[0]
+    for column in ("rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig"):
+        assert filled[column] == pytest.approx(recorded[column], rel=1e-6)
+    assert np.isnan(filled["coverage_0.8"])  # a point forecast has no interval
+    assert script.main(arguments) == 0 and "0 rows filled" in capsys.readouterr().out  # nothing left blank
+
+
 def test_committed_long_horizon_tables_are_what_the_script_writes(tmp_path):
     import shutil
 
