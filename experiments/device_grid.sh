@@ -10,7 +10,9 @@
 # budget appends its row to /tmp/device-results/<dataset>.csv, which starts as a copy of experiments/results/ so
 # that finished runs are skipped, and is copied to $OUT/results/ at the end. A run cut off by the budget saves
 # its step (SIGTERM) under /tmp; a later call on the same warm machine resumes it and keeps the earlier call's
-# rows. Back here: python experiments/merge_results.py <files_at>/results
+# rows. $OUT gets one archive, grid.tar.gz (in 15 MiB parts: the device tool returns 16 MiB a file), of those
+# results files and of every finished run's saved forecaster (model.pt, config.json, scaler.json: what is fitted
+# after training can be refitted from it later), and the log. Back here: experiments/device_unpack.sh <files_at>
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=${BUDGET:-480}   # seconds until the workers stop; the device tool allows a command 600
@@ -21,7 +23,7 @@ deadline=$((SECONDS + BUDGET))
 source experiments/device_env.sh || exit 1
 export OMP_NUM_THREADS=$(( $(nproc) / WORKERS > 0 ? $(nproc) / WORKERS : 1 ))
 
-mkdir -p "$OUT/results" "$RESULTS" "$RUNS"
+mkdir -p "$RESULTS" "$RUNS"
 datasets=$(basename -s .csv "$CARRY"/data/*.csv)  # those experiments/device_prepare.sh carried
 for name in $datasets; do
   [ -f "experiments/results/$name.csv" ] && [ ! -f "$RESULTS/$name.csv" ] && cp "experiments/results/$name.csv" "$RESULTS/"
@@ -56,12 +58,22 @@ for ((k = 0; k < WORKERS; k++)); do
   worker "$k" > "/tmp/device-worker-$k.log" 2>&1 &
 done
 wait
-# The device tool returns at most 8 files: only the results files that gained rows, and the log (which
-# benchmarks/device_bench.sh shares when both run in one call).
+# The device tool returns at most 8 files, which benchmarks/device_bench.sh shares when both run in one call: so
+# one archive (the results files that gained rows, the finished runs' saved forecasters without their
+# checkpoints), split into parts under the 16 MiB a file, and the log.
+pack=$(mktemp -d)
+mkdir -p "$pack/results" "$pack/runs"
 for name in $datasets; do
   [ -f "$RESULTS/$name.csv" ] && ! cmp -s "$RESULTS/$name.csv" "experiments/results/$name.csv" \
-    && cp "$RESULTS/$name.csv" "$OUT/results/"
+    && cp "$RESULTS/$name.csv" "$pack/results/"
 done
+for run in "$RUNS"/*/; do
+  [ -f "$run/model.pt" ] || continue
+  mkdir -p "$pack/runs/$(basename "$run")"
+  cp "$run"/{model.pt,config.json,scaler.json} "$pack/runs/$(basename "$run")/"
+done
+tar -czf "$pack.tar.gz" -C "$pack" results runs && split -b 15M -d "$pack.tar.gz" "$OUT/grid.tar.gz.part-"
+rm -rf "$pack" "$pack.tar.gz"
 for ((k = 0; k < WORKERS; k++)); do
   echo "== worker $k"; grep -E "^\[|^sweep:|failed|Error" "/tmp/device-worker-$k.log" | tail -n 40
 done | tee -a "$OUT/log.txt"
