@@ -13,7 +13,6 @@ import os
 import platform
 import resource
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -140,14 +139,11 @@ def machine() -> str:
 
 
 def commit() -> str:
-    """The repository's HEAD, with ``-dirty`` when the tree has uncommitted changes; outside a checkout (the
-    copied tree on a lent GPU machine) the ``FORECAST_COMMIT`` it was copied from (experiments/device_env.sh)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=REPO, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, cwd=REPO, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("FORECAST_COMMIT", "unknown")
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    """The commit of the checkout, ``-dirty`` when its code is modified (:func:`forecast.training.git_commit`: on a
+    copied tree without ``.git``, a lent GPU machine's, the ``FORECAST_COMMIT`` it was copied from)."""
+    from forecast.training import git_commit  # Lightning's import, only where a row is stamped
+
+    return git_commit()
 
 
 def short_commit(full: str) -> str:

@@ -52,6 +52,7 @@ from _common import (
     REPO,
     RESULTS,
     busy_cpu_seconds,
+    command_line,
     commit,
     emit_tables,
     machine,
@@ -305,7 +306,7 @@ def measure(args: argparse.Namespace, cases: list[Case], on_row: Callable[[dict[
         "device": args.device, "machine": device_name, "torch": torch.__version__, "commit": commit(),
         "seed": args.seed, "threads": args.threads or torch.get_num_threads(), "dtype": args.dtype,
         "batch": args.batch, "heads": args.heads, "head_dim": args.head_dim,
-        "command": "python " + " ".join([os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]),
+        "command": command_line(),
     }
     in_process = args.device.startswith("cuda")  # one subprocess a case measures memory and time (run_worker)
     baselines: dict[tuple[str, int], float] = {}
@@ -348,7 +349,7 @@ def compare(args: argparse.Namespace) -> str:
     fast, slow = args.compare
     causal_settings = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     lines = [f"Paired medians over {args.repeats} alternating rounds, {args.threads or 'default'} thread(s): "
-             f"`{' '.join(['python', os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])}`", "",
+             f"`{command_line()}`", "",
              f"| mode | L | masking | {fast} ms | {slow} ms | {slow} / {fast} | others' CPU |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for mode in args.modes:
