@@ -7,11 +7,16 @@ to refit that forecast on validation windows, each fitted on the first half of t
 and scored on the second half (the later ones, as test is later still), never on test:
 
 * ``none``: ``c + v``, the trained model;
-* ``w``: ``c + w v``, one least-squares weight in [0, 1] (the recipe's ``calibrate_correction``);
+* ``w``: ``c + w v``, one least-squares weight in [0, 1] (the fifth round's ``calibrate_correction``);
+* ``w tested``: the same weight, kept where ``c + v`` beats ``c`` by the Diebold-Mariano test at 0.05 (the
+  recipe since the sixth round, ``correction_significance``);
 * ``b,w``: ``mean + b (last - mean) + w v``, the centre refitted too, one ``b`` for every variable;
 * ``b_c,w_c``: the same with a ``b`` and a ``w`` per variable;
 * ``skip``: ``c + s``, the linear skip's share ``s`` of the correction alone (models with ``linear_skip``);
-* ``a,w``: ``c + a s + w (v - s)``, the skip and the rest of the network weighted apart.
+* ``a,w``: ``c + a s + w (v - s)``, the skip and the rest of the network weighted apart;
+* ``a,w tested``: the same, nested and tested as the recipe tests ``w``: ``a`` is the skip's least-squares
+  share over the centre, kept where ``c + s`` beats ``c`` by the Diebold-Mariano test at 0.05, and ``w`` the
+  rest's share over ``c + a s``, kept where the whole forecast beats that.
 
 Test MSE, each variant refitted on every validation window, is printed for the record only.
 """
@@ -24,10 +29,11 @@ import numpy as np
 import torch
 
 from forecast import Forecaster, datasets
-from forecast.models.base import horizon_target, model_inputs
+from forecast.models.base import horizon_target, kept_share, model_inputs
 
-VARIANTS = ("none", "w", "b,w", "b_c,w_c")
-SKIP_VARIANTS = ("skip", "a,w")
+VARIANTS = ("none", "w", "w tested", "b,w", "b_c,w_c")
+SKIP_VARIANTS = ("skip", "a,w", "a,w tested")
+SIGNIFICANCE = 0.05  # the improved recipe's correction_significance
 
 
 def has_skip(model) -> bool:
@@ -74,6 +80,14 @@ def box_least_squares(features: np.ndarray, target: np.ndarray) -> np.ndarray:
     return coefficients
 
 
+def tested_share(part: np.ndarray, miss: np.ndarray) -> float:
+    """The recipe's rule (:func:`forecast.models.base.kept_share`) for a part ``[N, P, C_out]`` of the forecast
+    correcting ``miss`` (the target minus the rest): its least-squares share, kept where the test finds it pays."""
+    per_window = (torch.from_numpy((part * miss).sum(axis=(1, 2))),
+                  torch.from_numpy(np.square(part).sum(axis=(1, 2))))  # [N] each
+    return kept_share(*per_window, part.shape[1], SIGNIFICANCE)[0]
+
+
 def fitted(variant: str, windows: dict[str, torch.Tensor]):
     """The forecast function of ``variant`` fitted on ``windows``, and its fitted coefficients."""
     y, mean, offset, center, correction, skip = (windows[name].numpy() for name in ("y", "mean", "offset", "center",
@@ -88,6 +102,13 @@ def fitted(variant: str, windows: dict[str, torch.Tensor]):
     if variant == "a,w":
         kept = box_least_squares(np.stack([skip.reshape(-1), (correction - skip).reshape(-1)], 1),
                                  (y - center).reshape(-1))
+        return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
+    if variant == "w tested":
+        kept = np.array([tested_share(correction, y - center)])
+        return (lambda w: w["center"] + kept[0] * w["correction"]), kept
+    if variant == "a,w tested":
+        a = tested_share(skip, y - center)
+        kept = np.array([a, tested_share(correction - skip, y - center - a * skip)])
         return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
     if variant == "b,w":
         kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
@@ -121,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     for variant in VARIANTS + (SKIP_VARIANTS if has_skip(model) else ()):
         on_half, half_coefficients = fitted(variant, first)
         on_all, coefficients = fitted(variant, val)
-        print(f"{args.dataset} {type(model).__name__} P={val['y'].shape[1]} {variant:8s} "
+        print(f"{args.dataset} {type(model).__name__} P={val['y'].shape[1]} {variant:10s} "
               f"later validation half {mse(on_half(second), second):.4f} "
               f"(fitted {np.array2string(half_coefficients, precision=2)}) | for the record, test "
               f"{mse(on_all(held_out), held_out):.4f} (fitted {np.array2string(coefficients, precision=2)})")
