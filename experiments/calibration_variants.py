@@ -1,6 +1,6 @@
 """Which output calibration the improved recipe fits after training, chosen on validation windows only.
 
-    python experiments/calibration_variants.py RUN_DIR DATASET   # a saved run of the improved recipe
+    python experiments/calibration_variants.py RUN_DIR DATASET   # a saved run of the improved recipe, its data
 
 With RevIN every forecast is the window's centre ``c`` plus the network's correction ``v``. Four ways
 to refit that forecast on validation windows, each fitted on the first half of the validation windows
@@ -28,7 +28,7 @@ import argparse
 import numpy as np
 import torch
 
-from forecast import Forecaster, datasets
+from forecast import Forecaster
 from forecast.models.base import horizon_target, kept_share, model_inputs
 
 VARIANTS = ("none", "w", "w tested", "b,w", "b_c,w_c")
@@ -128,11 +128,11 @@ def mse(forecast: torch.Tensor, windows: dict[str, torch.Tensor]) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a saved run (forecast sweep's run folder, or Forecaster.save's)")
-    parser.add_argument("dataset", help="the registered dataset it was fitted on")
+    parser.add_argument("dataset", help="the data it was fitted on: a registered dataset or a CSV path")
     args = parser.parse_args(argv)
-    forecaster, data = Forecaster.load(args.run_dir), datasets.load(args.dataset)
+    forecaster = Forecaster.load(args.run_dir)
     model = forecaster.model.eval()
-    windows = forecaster.windows_of(data)
+    windows = forecaster.windows_of(args.dataset)
     windows.setup("fit")
     windows.setup("test")
     val, held_out = parts(model, windows.val_dataloader()), parts(model, windows.test_dataloader())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -509,6 +510,41 @@ def test_rows_tested_before_point_rho_risks_take_them_from_testing_their_saved_m
         assert filled[column] == pytest.approx(recorded[column], rel=1e-6)
     assert np.isnan(filled["coverage_0.8"])  # a point forecast has no interval
     assert script.main(arguments) == 0 and "0 rows filled" in capsys.readouterr().out  # nothing left blank
+
+
+def test_calibration_variants_fit_no_worse_than_what_they_contain_on_the_windows_they_fit(tmp_path, capsys):
+    """Each least-squares refit has the trained model (and the skip alone) among its choices, so on the windows it
+    was fitted on it scores no worse; the skip and the rest of the network add up to the whole correction."""
+    from forecast import Forecaster
+    from forecast.cli import main
+
+    csv = toy_csv(tmp_path)
+    config = tmp_path / "informer.yaml"
+    config.write_text(yaml.safe_dump({
+        "model": {"name": "informer", "d_model": 16, "n_heads": 2, "d_ff": 16},  # the recipe's RevIN and skip
+        "data": {"dataset": str(csv), "features": "M", "seq_len": 24, "label_len": 12, "pred_len": 6,
+                 "batch_size": 16}, "trainer": {"max_epochs": 1}}))
+    assert main(["sweep", "--config", str(config), "--results_dir", str(tmp_path / "results"),
+                 "--runs_dir", str(tmp_path / "runs")]) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    script = load_script("calibration_variants")
+    forecaster = Forecaster.load(run_dir)
+    model = forecaster.model.eval()
+    windows = forecaster.windows_of(str(csv), windows="val")
+    windows.setup("test")
+    parts = script.parts(model, windows.test_dataloader())
+    assert parts["skip"].abs().sum() > 0  # a trained skip forecasts something
+    scores = {variant: script.mse(script.fitted(variant, parts)[0](parts), parts)
+              for variant in script.VARIANTS + script.SKIP_VARIANTS}
+    assert scores["none"] == pytest.approx(script.mse(parts["center"] + parts["correction"], parts))
+    assert scores["w"] <= scores["none"] + 1e-12
+    assert scores["a,w"] <= min(scores["none"], scores["skip"], scores["w"]) + 1e-12
+    for variant in ("w tested", "a,w tested"):
+        assert ((script.fitted(variant, parts)[1] >= 0) & (script.fitted(variant, parts)[1] <= 1)).all()
+    script.main([str(run_dir), str(csv)])
+    printed = capsys.readouterr().out.splitlines()
+    named = [re.search(r" P=6 (.+?) +later validation half", line) for line in printed]
+    assert [match[1] for match in named if match] == [*script.VARIANTS, *script.SKIP_VARIANTS]
 
 
 def test_committed_long_horizon_tables_are_what_the_script_writes(tmp_path):
