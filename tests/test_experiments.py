@@ -514,7 +514,7 @@ def test_rows_tested_before_point_rho_risks_take_them_from_testing_their_saved_m
 
 def test_calibration_variants_fit_no_worse_than_what_they_contain_on_the_windows_they_fit(tmp_path, capsys):
     """Each least-squares refit has the trained model (and the skip alone) among its choices, so on the windows it
-    was fitted on it scores no worse; the skip and the rest of the network add up to the whole correction."""
+    was fitted on it scores no worse; the tested shares stay in [0, 1]; the report names every variant."""
     from forecast import Forecaster
     from forecast.cli import main
 
@@ -537,8 +537,8 @@ def test_calibration_variants_fit_no_worse_than_what_they_contain_on_the_windows
     scores = {variant: script.mse(script.fitted(variant, parts)[0](parts), parts)
               for variant in script.VARIANTS + script.SKIP_VARIANTS}
     assert scores["none"] == pytest.approx(script.mse(parts["center"] + parts["correction"], parts))
-    assert scores["w"] <= scores["none"] + 1e-12
-    assert scores["a,w"] <= min(scores["none"], scores["skip"], scores["w"]) + 1e-12
+    assert scores["w"] <= scores["none"] * (1 + 1e-9)
+    assert scores["a,w"] <= min(scores["none"], scores["skip"], scores["w"]) * (1 + 1e-9)
     for variant in ("w tested", "a,w tested"):
         assert ((script.fitted(variant, parts)[1] >= 0) & (script.fitted(variant, parts)[1] <= 1)).all()
     script.main([str(run_dir), str(csv)])
