@@ -96,29 +96,27 @@ def fitted(variant: str, windows: dict[str, torch.Tensor]):
         return (lambda w: w["center"] + w["correction"]), np.ones(1)
     if variant == "skip":
         return (lambda w: w["center"] + w["skip"]), np.ones(1)
-    if variant == "w":
-        kept = box_least_squares(correction.reshape(-1, 1), (y - center).reshape(-1))
+    if variant == "b,w":
+        kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
+        return (lambda w: w["mean"] + kept[0] * w["offset"] + kept[1] * w["correction"]), kept
+    if variant == "b_c,w_c":
+        per_variable = torch.tensor(np.array([
+            box_least_squares(np.stack([offset[..., k].reshape(-1), correction[..., k].reshape(-1)], 1),
+                              (y[..., k] - mean[..., k]).reshape(-1))
+            for k in range(y.shape[2])]))  # [C_out, 2]
+        return (lambda w: w["mean"] + per_variable[:, 0] * w["offset"] + per_variable[:, 1] * w["correction"]
+                ), per_variable.numpy().T.reshape(-1)
+    if variant in ("w", "w tested"):
+        kept = (box_least_squares(correction.reshape(-1, 1), (y - center).reshape(-1)) if variant == "w"
+                else np.array([tested_share(correction, y - center)]))
         return (lambda w: w["center"] + kept[0] * w["correction"]), kept
     if variant == "a,w":
         kept = box_least_squares(np.stack([skip.reshape(-1), (correction - skip).reshape(-1)], 1),
                                  (y - center).reshape(-1))
-        return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
-    if variant == "w tested":
-        kept = np.array([tested_share(correction, y - center)])
-        return (lambda w: w["center"] + kept[0] * w["correction"]), kept
-    if variant == "a,w tested":
+    else:  # "a,w tested": the skip's share over the centre first, then the rest's over the centre and kept skip
         a = tested_share(skip, y - center)
         kept = np.array([a, tested_share(correction - skip, y - center - a * skip)])
-        return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
-    if variant == "b,w":
-        kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
-        return (lambda w: w["mean"] + kept[0] * w["offset"] + kept[1] * w["correction"]), kept
-    per_variable = torch.tensor(np.array([
-        box_least_squares(np.stack([offset[..., k].reshape(-1), correction[..., k].reshape(-1)], 1),
-                          (y[..., k] - mean[..., k]).reshape(-1))
-        for k in range(y.shape[2])]))  # [C_out, 2]
-    return (lambda w: w["mean"] + per_variable[:, 0] * w["offset"] + per_variable[:, 1] * w["correction"]
-            ), per_variable.numpy().T.reshape(-1)
+    return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
 
 
 def mse(forecast: torch.Tensor, windows: dict[str, torch.Tensor]) -> float:

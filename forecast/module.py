@@ -210,17 +210,16 @@ class ForecastModule(L.LightningModule):
         if pred_orig is not None:
             self.test_errors["original"].update(pred_orig, target_orig)
         if self.probabilistic:
-            samples = self.model.sample(*model_inputs(self.model.spec, batch), self.hparams.n_samples,
-                                        self._sample_generator)
-            self.test_quantiles["standardized"].update(samples, target)  # [S, B, P, C_out]
-            if pred_orig is not None:
-                # Quantiles commute with the positive affine un-scaling.
-                self.test_quantiles["original"].update(self.to_original(samples, batch), target_orig)
-        else:
+            forecast = self.model.sample(*model_inputs(self.model.spec, batch), self.hparams.n_samples,
+                                         self._sample_generator)  # [S, B, P, C_out]
+            # Quantiles commute with the positive affine un-scaling.
+            forecast_orig = self.to_original(forecast, batch) if pred_orig is not None else None
+        else:  # the point forecast as every quantile
             rhos = self.test_quantiles["standardized"].rhos
-            self.test_quantiles["standardized"].update(dict.fromkeys(rhos, pred), target)
-            if pred_orig is not None:
-                self.test_quantiles["original"].update(dict.fromkeys(rhos, pred_orig), target_orig)
+            forecast, forecast_orig = dict.fromkeys(rhos, pred), dict.fromkeys(rhos, pred_orig)
+        self.test_quantiles["standardized"].update(forecast, target)
+        if pred_orig is not None:
+            self.test_quantiles["original"].update(forecast_orig, target_orig)
 
     def on_test_epoch_end(self) -> None:
         """Log overall test metrics and keep the full report (per horizon and variable)."""
