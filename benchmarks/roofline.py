@@ -156,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gemm-size", type=int, help="the GEMM rate's square matrices (default 2048; 8192 on a GPU, "
                                                        "which a smaller product leaves part idle)")
     parser.add_argument("--batch", type=int, nargs="+", default=[BATCH], help="windows per step (several: one row each)")
-    parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's "
-                                                     "size today; rows before 2026-11-26 say 'improved (d32)')")
+    parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's size)")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")

@@ -7,10 +7,14 @@ to refit that forecast on validation windows, each fitted on the first half of t
 and scored on the second half (the later ones, as test is later still), never on test:
 
 * ``none``: ``c + v``, the trained model;
+* ``last``: the window's last value (``naive``), nothing fitted;
 * ``w``: ``c + w v``, one least-squares weight in [0, 1] (the fifth round's ``calibrate_correction``);
 * ``w tested``: the same weight, kept where ``c + v`` beats ``c`` by the Diebold-Mariano test at 0.05 (the
   recipe since the sixth round, ``correction_significance``);
 * ``b,w``: ``mean + b (last - mean) + w v``, the centre refitted too, one ``b`` for every variable;
+* ``c,w tested``: ``last + c (c - last)`` with the centre's departure from the last value tested as the recipe
+  tests ``w`` (its least-squares share, kept where it beats the last value by the Diebold-Mariano test at 0.05),
+  then ``w`` the correction's share over what is kept, tested the same way;
 * ``b_c,w_c``: the same with a ``b`` and a ``w`` per variable;
 * ``skip``: ``c + s``, the linear skip's share ``s`` of the correction alone (models with ``linear_skip``);
 * ``a,w``: ``c + a s + w (v - s)``, the skip and the rest of the network weighted apart;
@@ -31,7 +35,7 @@ import torch
 from forecast import Forecaster
 from forecast.models.base import horizon_target, kept_share, model_inputs
 
-VARIANTS = ("none", "w", "w tested", "b,w", "b_c,w_c")
+VARIANTS = ("none", "last", "w", "w tested", "b,w", "b_c,w_c", "c,w tested")
 SKIP_VARIANTS = ("skip", "a,w", "a,w tested")
 SIGNIFICANCE = 0.05  # the improved recipe's correction_significance
 
@@ -96,6 +100,14 @@ def fitted(variant: str, windows: dict[str, torch.Tensor]):
         return (lambda w: w["center"] + w["correction"]), np.ones(1)
     if variant == "skip":
         return (lambda w: w["center"] + w["skip"]), np.ones(1)
+    if variant == "last":
+        return (lambda w: w["mean"] + w["offset"]), np.zeros(0)
+    if variant == "c,w tested":  # the centre's departure from the last value first, then the correction over it
+        last = mean + offset
+        kept_centre = tested_share(center - last, y - last)
+        kept = np.array([kept_centre, tested_share(correction, y - last - kept_centre * (center - last))])
+        return (lambda w: w["mean"] + w["offset"] + kept[0] * (w["center"] - w["mean"] - w["offset"])
+                + kept[1] * w["correction"]), kept
     if variant == "b,w":
         kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
         return (lambda w: w["mean"] + kept[0] * w["offset"] + kept[1] * w["correction"]), kept

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from forecast.models import DataSpec
@@ -539,8 +540,17 @@ def test_calibration_variants_fit_no_worse_than_what_they_contain_on_the_windows
     assert scores["none"] == pytest.approx(script.mse(parts["center"] + parts["correction"], parts))
     assert scores["w"] <= scores["none"] * (1 + 1e-9)
     assert scores["a,w"] <= min(scores["none"], scores["skip"], scores["w"]) * (1 + 1e-9)
-    for variant in ("w tested", "a,w tested"):
+    assert scores["last"] == pytest.approx(script.mse(parts["mean"] + parts["offset"], parts))
+    for variant in ("w tested", "a,w tested", "c,w tested"):
         assert ((script.fitted(variant, parts)[1] >= 0) & (script.fitted(variant, parts)[1] <= 1)).all()
+    # The tested centre: targets that are the last value keep none of the centre or the correction; targets
+    # that are the centre keep the whole centre and none of the correction.
+    last = parts["mean"] + parts["offset"]
+    for target, expected_shares, expected in ((last, [0.0, 0.0], last), (parts["center"], [1.0, 0.0], parts["center"])):
+        windows = {**parts, "y": target}
+        forecast, shares = script.fitted("c,w tested", windows)
+        assert shares == pytest.approx(expected_shares, abs=1e-6)
+        torch.testing.assert_close(forecast(windows), expected)
     script.main([str(run_dir), str(csv)])
     printed = capsys.readouterr().out.splitlines()
     named = [re.search(r" P=6 (.+?) +later validation half", line) for line in printed]
