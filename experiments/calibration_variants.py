@@ -12,10 +12,10 @@ and scored on the second half (the later ones, as test is later still), never on
 * ``w tested``: the same weight, kept where ``c + v`` beats ``c`` by the Diebold-Mariano test at 0.05 (the
   recipe since the sixth round, ``correction_significance``);
 * ``b,w``: ``mean + b (last - mean) + w v``, the centre refitted too, one ``b`` for every variable;
-* ``c,w tested``: ``last + c (c - last)`` with the centre's departure from the last value tested as the recipe
-  tests ``w`` (its least-squares share, kept where it beats the last value by the Diebold-Mariano test at 0.05),
-  then ``w`` the correction's share over what is kept, tested the same way;
 * ``b_c,w_c``: the same with a ``b`` and a ``w`` per variable;
+* ``c,w tested``: ``last + k (c - last) + w v``, the centre tested against the last value: ``k`` the
+  least-squares share of the centre's departure from the last value, kept where it beats the last value by the
+  Diebold-Mariano test at 0.05, then ``w`` the correction's share over that, tested the same way;
 * ``skip``: ``c + s``, the linear skip's share ``s`` of the correction alone (models with ``linear_skip``);
 * ``a,w``: ``c + a s + w (v - s)``, the skip and the rest of the network weighted apart;
 * ``a,w tested``: the same, nested and tested as the recipe tests ``w``: ``a`` is the skip's least-squares
