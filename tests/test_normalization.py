@@ -467,7 +467,7 @@ def test_the_diebold_mariano_statistic_is_the_mean_over_its_newey_west_standard_
     def gamma(k: int) -> float:  # the k-th sample autocovariance, divided by n as Newey and West do
         return float(np.sum(e[k:] * e[:n - k])) / n
 
-    for lag in (0, 1, 5, 100):  # 100 > n - 1: every autocovariance, with Bartlett weights of lag 100
+    for lag in (0, 1, 5, 39, 100):  # 39 = n - 1; 100 > n - 1: every autocovariance, with Bartlett weights of lag 100
         weights = [1 - k / (lag + 1) for k in range(1, min(lag, n - 1) + 1)]
         variance = gamma(0) + 2 * sum(w * gamma(k) for k, w in enumerate(weights, start=1))
         expected = d.mean() / np.sqrt(variance / n)

@@ -178,9 +178,14 @@ def diebold_mariano(differential: Tensor, lag: int) -> Tensor:
     d = differential.double()
     n = d.shape[-1]
     centred = d - d.mean(dim=-1, keepdim=True)  # [..., N]
-    variance = centred.square().sum(dim=-1) / n  # [...]
-    for k in range(1, min(lag, n - 1) + 1):
-        variance = variance + 2 * (1 - k / (lag + 1)) * (centred[..., k:] * centred[..., :-k]).sum(dim=-1) / n
+    # The Bartlett-weighted sum of autocovariances, sum over |k| <= lag of (1 - |k| / (lag + 1)) gamma_k, is the sum
+    # of squares of every (lag + 1)-long window sum of the series padded with lag zeros at each end, over
+    # (lag + 1) n: two steps k apart share lag + 1 - k windows (none beyond lag, and no pair is more than N - 1
+    # apart). Prefix sums give it in O(N + lag) instead of a loop over the lags.
+    padded = torch.nn.functional.pad(centred, (lag, lag))  # [..., N + 2 lag]
+    prefix = torch.nn.functional.pad(padded.cumsum(dim=-1), (1, 0))  # [..., N + 2 lag + 1]
+    windows = prefix[..., lag + 1:] - prefix[..., : prefix.shape[-1] - (lag + 1)]  # [..., N + lag]
+    variance = windows.square().sum(dim=-1) / ((lag + 1) * n)  # [...]
     return d.mean(dim=-1) / (variance / n).sqrt()
 
 
