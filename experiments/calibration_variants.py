@@ -92,22 +92,26 @@ def tested_share(part: np.ndarray, miss: np.ndarray) -> float:
     return kept_share(*per_window, part.shape[1], SIGNIFICANCE)[0]
 
 
+def weighed_parts(variant: str, windows: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """``(base, first, second)`` of a variant that weighs two parts of the forecast, ``base + a first + w second``:
+    the centre, the skip and the rest of the correction (``a,w``, ``a,w tested``), or the last value, the centre's
+    departure from it and the correction (``c,w tested``)."""
+    if variant == "c,w tested":
+        last = windows["mean"] + windows["offset"]
+        return last, windows["center"] - last, windows["correction"]
+    return windows["center"], windows["skip"], windows["correction"] - windows["skip"]
+
+
 def fitted(variant: str, windows: dict[str, torch.Tensor]):
     """The forecast function of ``variant`` fitted on ``windows``, and its fitted coefficients."""
-    y, mean, offset, center, correction, skip = (windows[name].numpy() for name in ("y", "mean", "offset", "center",
-                                                                                    "correction", "skip"))
+    y, mean, offset, center, correction = (windows[name].numpy() for name in ("y", "mean", "offset", "center",
+                                                                              "correction"))
     if variant == "none":
         return (lambda w: w["center"] + w["correction"]), np.ones(1)
     if variant == "skip":
         return (lambda w: w["center"] + w["skip"]), np.ones(1)
     if variant == "last":
         return (lambda w: w["mean"] + w["offset"]), np.zeros(0)
-    if variant == "c,w tested":  # the centre's departure from the last value first, then the correction over it
-        last = mean + offset
-        kept_centre = tested_share(center - last, y - last)
-        kept = np.array([kept_centre, tested_share(correction, y - last - kept_centre * (center - last))])
-        return (lambda w: w["mean"] + w["offset"] + kept[0] * (w["center"] - w["mean"] - w["offset"])
-                + kept[1] * w["correction"]), kept
     if variant == "b,w":
         kept = box_least_squares(np.stack([offset.reshape(-1), correction.reshape(-1)], 1), (y - mean).reshape(-1))
         return (lambda w: w["mean"] + kept[0] * w["offset"] + kept[1] * w["correction"]), kept
@@ -122,13 +126,18 @@ def fitted(variant: str, windows: dict[str, torch.Tensor]):
         kept = (box_least_squares(correction.reshape(-1, 1), (y - center).reshape(-1)) if variant == "w"
                 else np.array([tested_share(correction, y - center)]))
         return (lambda w: w["center"] + kept[0] * w["correction"]), kept
+    base, first, second = (part.numpy() for part in weighed_parts(variant, windows))
     if variant == "a,w":
-        kept = box_least_squares(np.stack([skip.reshape(-1), (correction - skip).reshape(-1)], 1),
-                                 (y - center).reshape(-1))
-    else:  # "a,w tested": the skip's share over the centre first, then the rest's over the centre and kept skip
-        a = tested_share(skip, y - center)
-        kept = np.array([a, tested_share(correction - skip, y - center - a * skip)])
-    return (lambda w: w["center"] + kept[0] * w["skip"] + kept[1] * (w["correction"] - w["skip"])), kept
+        kept = box_least_squares(np.stack([first.reshape(-1), second.reshape(-1)], 1), (y - base).reshape(-1))
+    else:  # "a,w tested", "c,w tested": the first part's share over the base, then the second's over both
+        a = tested_share(first, y - base)
+        kept = np.array([a, tested_share(second, y - base - a * first)])
+
+    def forecast(w: dict[str, torch.Tensor]) -> torch.Tensor:
+        base, first, second = weighed_parts(variant, w)
+        return base + kept[0] * first + kept[1] * second
+
+    return forecast, kept
 
 
 def mse(forecast: torch.Tensor, windows: dict[str, torch.Tensor]) -> float:
