@@ -226,3 +226,24 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 def commits_of(rows: Iterable[dict[str, Any]]) -> str:
     """The short commits of the rows, sorted and joined."""
     return ", ".join(sorted({short_commit(row["commit"]) for row in rows}))
+
+
+ALLOCATORS = ("reuse", "glibc")
+
+
+def add_allocator_argument(parser: Any) -> None:
+    """``--allocator``: ``reuse`` (the ``forecast`` command's: freed memory kept for reuse,
+    :func:`forecast.allocator.reuse_freed_memory`) or ``glibc`` (its defaults, as a Python session has them)."""
+    parser.add_argument("--allocator", choices=ALLOCATORS, default="reuse",
+                        help="reuse: freed memory kept for reuse, as the forecast command runs (default); glibc: "
+                             "malloc's defaults, which map every block over 32 MiB afresh")
+
+
+def use_allocator(name: str) -> str:
+    """Set this process's allocator to ``name`` (:data:`ALLOCATORS`); returns what it runs with, for the rows:
+    ``glibc`` where keeping freed memory is not possible."""
+    from forecast.allocator import reuse_freed_memory
+
+    if name not in ALLOCATORS:
+        raise ValueError(f"unknown allocator {name!r}; choose from {ALLOCATORS}")
+    return "reuse" if name == "reuse" and reuse_freed_memory() else "glibc"

@@ -5,8 +5,9 @@
     python benchmarks/roofline.py --markdown benchmarks/results/roofline_cpu.csv --readme benchmarks/README.md
 
 For each model (Informer and LogSparse at the papers' sizes, LogSparse also at d_model 512, and
-both in the improved recipe, on ETTh1-shaped inputs: ``M``, 96/48/24, batch 32) and precision
-(fp32, bf16 autocast):
+both in the improved recipe, on ETTh1-shaped inputs: ``M``, 96/48/24, batch 32; ``--pred-len`` for
+another horizon) and precision (fp32, bf16 autocast), in a process whose allocator keeps freed memory
+for reuse as the ``forecast`` command's does (``--allocator glibc`` for malloc's defaults):
 
 * **FLOPs** of one training step, forward and backward, counted by
   ``torch.utils.flop_counter.FlopCounterMode`` (matrix products, convolutions and attention;
@@ -19,7 +20,7 @@ both in the improved recipe, on ETTh1-shaped inputs: ``M``, 96/48/24, batch 32) 
   machine's best kernel. What is left is element-wise work, copies, small or skinny GEMMs and
   framework overhead.
 
-Every row records the command, commit, machine, torch version, threads and ``others_cpu``
+Every row records the command, commit, machine, torch version, threads, allocator and ``others_cpu``
 (the share of the cores other processes used while it ran).
 """
 
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     RESULTS,
     CpuLoad,
+    add_allocator_argument,
     add_table_arguments,
     command_line,
     commit,
@@ -49,6 +51,7 @@ from _common import (  # noqa: E402
     machine,
     markdown_table,
     timed,
+    use_allocator,
     write_rows,
 )
 
@@ -56,9 +59,9 @@ from forecast.models import DataSpec, build_model  # noqa: E402
 from forecast.module import adam  # noqa: E402
 from forecast.recipes import get_recipe  # noqa: E402
 
-COLUMNS = ["model", "size", "precision", "batch", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
-           "threads", "others_cpu", "device", "torch", "machine", "commit", "command"]
-SPEC = DataSpec(seq_len=96, label_len=48, pred_len=24, c_in=7, c_out=7, n_time_features=4)
+COLUMNS = ["model", "size", "precision", "batch", "pred_len", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
+           "threads", "others_cpu", "device", "torch", "machine", "allocator", "commit", "command"]
+PRED_LEN = 24
 BATCH = 32
 # (model, size label, options): the registry defaults are the papers' sizes (LogSparse's paper recipe is
 # d_model 64); "d512" is LogSparse at benchmarks/train.py's size, that of issue 21's target.
@@ -84,22 +87,30 @@ def gemm_gflops(size: int, precision: str, repeats: int = 7, device: torch.devic
     return 2 * size**3 / statistics.median(times) / 1e9
 
 
-def _inputs(batch: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+def data_spec(pred_len: int = PRED_LEN) -> DataSpec:
+    """ETTh1's shape (``M``, 7 variables, 4 time features), input 96, label 48, horizon ``pred_len``."""
+    return DataSpec(seq_len=96, label_len=48, pred_len=pred_len, c_in=7, c_out=7, n_time_features=4)
+
+
+def _inputs(spec: DataSpec, batch: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(batch, SPEC.seq_len, SPEC.c_in, generator=generator)
-    x_mark = torch.rand(batch, SPEC.seq_len, SPEC.n_time_features, generator=generator) - 0.5
-    y_mark = torch.rand(batch, SPEC.label_len + SPEC.pred_len, SPEC.n_time_features, generator=generator) - 0.5
-    target = torch.randn(batch, SPEC.pred_len, SPEC.c_out, generator=generator)
+    x = torch.randn(batch, spec.seq_len, spec.c_in, generator=generator)
+    x_mark = torch.rand(batch, spec.seq_len, spec.n_time_features, generator=generator) - 0.5
+    y_mark = torch.rand(batch, spec.label_len + spec.pred_len, spec.n_time_features, generator=generator) - 0.5
+    target = torch.randn(batch, spec.pred_len, spec.c_out, generator=generator)
     return tuple(tensor.to(device) for tensor in (x, x_mark, y_mark, target))
 
 
-def measure(name: str, size: str, options: dict[str, Any], precision: str, steps: int,
-            gemm_size: int, batch: int = BATCH, device: torch.device = torch.device("cpu")) -> dict[str, Any]:
-    """One row: the step's FLOPs and median time against this precision's GEMM rate."""
+def measure(name: str, size: str, options: dict[str, Any], precision: str, steps: int, gemm_size: int,
+            batch: int = BATCH, device: torch.device = torch.device("cpu"), allocator: str = "reuse",
+            pred_len: int = PRED_LEN) -> dict[str, Any]:
+    """One row: the step's FLOPs and median time against this precision's GEMM rate (``allocator``: what the
+    process runs with, :func:`_common.use_allocator`, for the row)."""
     torch.manual_seed(0)
-    model = build_model(name, SPEC, **options).train().to(device)
+    spec = data_spec(pred_len)
+    model = build_model(name, spec, **options).train().to(device)
     optimizer = adam(list(model.parameters()), 1e-4)  # the recipe's
-    x, x_mark, y_mark, target = _inputs(batch, device)
+    x, x_mark, y_mark, target = _inputs(spec, batch, device)
 
     def step() -> None:
         with _autocast(precision, device):
@@ -123,12 +134,13 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
     seconds = statistics.median(times)
     flops = counter.get_total_flops()
     return {
-        "model": name, "size": size, "precision": precision, "batch": batch, "gflop_per_step": flops / 1e9,
+        "model": name, "size": size, "precision": precision, "batch": batch, "pred_len": pred_len,
+        "gflop_per_step": flops / 1e9,
         "step_ms": seconds * 1000, "achieved_gflops": flops / seconds / 1e9, "gemm_gflops": rate,
         "share": flops / seconds / 1e9 / rate, "threads": torch.get_num_threads(),
         "others_cpu": load.share, "device": device.type, "torch": torch.__version__,
         "machine": torch.cuda.get_device_name(device) if device.type == "cuda" else machine(),
-        "commit": commit(), "command": command_line(),
+        "allocator": allocator, "commit": commit(), "command": command_line(),
     }
 
 
@@ -137,15 +149,18 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     def number(value: Any, digits: int) -> str:
         return f"{float(value):,.{digits}f}" if value not in ("", None) else "–"
 
-    header = ["model", "size", "precision", "batch", "GFLOP / step", "ms / step", "achieved GFLOP/s", "GEMM GFLOP/s",
-              "share of GEMM rate", "threads", "others_cpu"]
-    body = [[row["model"], row["size"], row["precision"], str(row.get("batch") or BATCH), number(row["gflop_per_step"], 1),
+    header = ["model", "size", "precision", "batch", "horizon", "GFLOP / step", "ms / step", "achieved GFLOP/s", "GEMM GFLOP/s",
+              "share of GEMM rate", "threads", "allocator", "others_cpu"]
+    # Rows from before the allocator column ran with glibc's defaults.
+    body = [[row["model"], row["size"], row["precision"], str(row.get("batch") or BATCH),
+             str(row.get("pred_len") or PRED_LEN), number(row["gflop_per_step"], 1),
              number(row["step_ms"], 0), number(row["achieved_gflops"], 1), number(row["gemm_gflops"], 1),
-             f"{float(row['share']):.0%}", str(row["threads"]), number(row["others_cpu"], 2)] for row in rows]
+             f"{float(row['share']):.0%}", str(row["threads"]), row.get("allocator") or "glibc",
+             number(row["others_cpu"], 2)] for row in rows]
     meta = rows[0] if rows else {}
     commits = commits_of(rows)
     commands = "; then ".join(f"`{command}`" for command in dict.fromkeys(row["command"] for row in rows))
-    return (f"ETTh1-shaped inputs (`M`, 96/48/24); {meta.get('machine', '')}; torch "
+    return (f"ETTh1-shaped inputs (`M`, input 96, label 48); {meta.get('machine', '')}; torch "
             f"{meta.get('torch', '')}; commit {commits}. Commands: {commands}.\n\n"
             + markdown_table(header, body) + "\n")
 
@@ -156,16 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gemm-size", type=int, help="the GEMM rate's square matrices (default 2048; 8192 on a GPU, "
                                                        "which a smaller product leaves part idle)")
     parser.add_argument("--batch", type=int, nargs="+", default=[BATCH], help="windows per step (several: one row each)")
+    parser.add_argument("--pred-len", type=int, default=PRED_LEN, help="the horizon (the decoder's length grows with it)")
     parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's size)")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
     parser.add_argument("--output", type=Path, help="CSV path (default results/roofline_<device>.csv)")
+    add_allocator_argument(parser)
     add_table_arguments(parser)
     args = parser.parse_args(argv)
     if args.markdown is not None:
         emit_tables("roofline-tables", markdown(csv_rows(args.markdown)), args.readme, args.markdown)
         return 0
+    allocator = use_allocator(args.allocator)
     device = torch.device(args.device)
     gemm_size = args.gemm_size or (8192 if device.type == "cuda" else 2048)
     output = args.output or RESULTS / f"roofline_{device.type}.csv"
@@ -175,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for precision in args.precisions:
             for batch in args.batch:
-                rows.append(measure(name, size, options, precision, args.steps, gemm_size, batch, device))
+                rows.append(measure(name, size, options, precision, args.steps, gemm_size, batch, device, allocator,
+                                    args.pred_len))
                 row = rows[-1]
                 print(f"{name} {size} {precision} batch {batch}: {row['step_ms']:.0f} ms, {row['share']:.0%} of "
                       f"{row['gemm_gflops']:.0f} GFLOP/s", flush=True)

@@ -68,6 +68,7 @@ from _common import (
     REPO,
     RESULTS,
     CpuLoad,
+    add_allocator_argument,
     command_line,
     commit,
     emit_tables,
@@ -75,6 +76,7 @@ from _common import (
     markdown_table,
     short_commit,
     timed,
+    use_allocator,
     wait_for_quiet,
     write_rows,
 )
@@ -90,7 +92,7 @@ COLUMNS = (
     "pred_len",
     "d_model", "n_heads", "d_ff", "status", "windows_per_s", "median_ms", "min_ms", "repeats", "warmup_s",
     "speedup", "loss", "op", "share", "calls", "eval_precision", "train_steps", "mse", "mae", "n_windows",
-    "others_cpu", "device", "machine", "threads", "torch", "commit", "seed", "command",
+    "others_cpu", "device", "machine", "threads", "torch", "allocator", "commit", "seed", "command",
 )
 NUMERIC = ("windows_per_s", "median_ms", "min_ms", "warmup_s", "speedup", "loss", "share", "calls", "mse", "mae",
            "others_cpu")
@@ -182,6 +184,7 @@ class Setting:
     threads: int = 0
     seed: int = 0
     recipe: str = "paper"
+    allocator: str = "reuse"
 
     def model_options(self, model: str, size: tuple[int, int, int] | None = None) -> dict[str, Any]:
         """``build_model`` options: the paper's architecture at ``size`` (d_model, heads, d_ff), or with
@@ -639,6 +642,7 @@ def measure_accuracy(setting: Setting, model: str, size: tuple[int, int, int] | 
 def run_group(group: dict[str, Any]) -> dict[str, Any]:
     """Run one group (a kind for a model) in this process; rows plus the torch facts."""
     setting = Setting(**group["setting"])
+    allocator = use_allocator(setting.allocator)  # first: the process's allocator, before any tensor
     if setting.threads:
         torch.set_num_threads(setting.threads)
     kind, model = group["kind"], group.get("model", "-")
@@ -658,7 +662,8 @@ def run_group(group: dict[str, Any]) -> dict[str, Any]:
     else:
         raise ValueError(f"unknown kind {kind!r}")
     device_name = torch.cuda.get_device_name() if setting.device.startswith("cuda") else machine()
-    return {"rows": rows, "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": device_name}
+    return {"rows": rows, "threads": torch.get_num_threads(), "torch": torch.__version__, "machine": device_name,
+            "allocator": allocator}
 
 
 # ------------------------------------------------------------------------- driver side
@@ -765,7 +770,7 @@ def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[di
             facts: dict[str, Any] = {}
         else:
             group_rows = result["rows"]
-            facts = {"threads": result["threads"], "torch": result["torch"], "machine": result["machine"]}
+            facts = {name: result[name] for name in ("threads", "torch", "machine", "allocator")}
         size = {}
         if setting.recipe != "paper" and model != "-":  # the recipe's own size, not the size flags
             options = setting.model_options(model)
@@ -824,12 +829,15 @@ def _header(rows: list[dict[str, Any]]) -> list[str]:
     commands = sorted({row["command"] for row in rows if row.get("command")}, key=lambda c: ("--accuracy" in c, c))
     commits = sorted({short_commit(row["commit"]) for row in rows if row.get("commit")})
     threads = sorted({str(row["threads"]) for row in rows if row.get("threads")})
+    # Rows from before the allocator column ran with glibc's defaults.
+    allocators = sorted({row.get("allocator") or "glibc" for row in rows if row.get("torch")})
     return [
         f"{first['data']}, seq_len {first['seq_len']}, label_len {first['label_len']}, pred_len {first['pred_len']}, "
         f"batch {first['batch']}; d_model {first['d_model']}, {first['n_heads']} heads, d_ff {first['d_ff']} "
         "(Informer: e_layers 2, d_layers 1, factor 5; LogSparse: 3 layers). "
         f"Device: {first.get('machine')} ({first['device']}, {'/'.join(threads) or '?'} threads); "
-        f"torch {first.get('torch')}; commit {', '.join(commits)}; seed {first['seed']}.",
+        f"torch {first.get('torch')}; allocator {'/'.join(allocators)}; commit {', '.join(commits)}; "
+        f"seed {first['seed']}.",
         "Commands: " + "; then ".join(f"`{command}`" for command in commands) + ".",
     ]
 
@@ -978,6 +986,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--d-model", type=int, default=512)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--d-ff", type=int, default=2048)
+    add_allocator_argument(parser)
     parser.add_argument("--recipe", default="paper", choices=("paper", "improved"),
                         help="the models' options: the paper's architecture at --d-model/--heads/--d-ff, or the "
                              "improved recipe's model (its own size; the size flags are ignored)")
@@ -1044,7 +1053,7 @@ def main(argv: list[str] | None = None) -> None:
     setting = Setting(
         data=args.data, features=args.features, target=args.target, seq_len=args.seq_len, label_len=args.label_len,
         pred_len=args.pred_len, batch=args.batch, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
-        device=args.device, threads=args.threads, seed=args.seed, recipe=args.recipe,
+        device=args.device, threads=args.threads, seed=args.seed, recipe=args.recipe, allocator=args.allocator,
     )
     output = args.output or RESULTS / f"train_{args.device.split(':')[0]}.csv"
     rows = measure(args, setting, output)

@@ -2,6 +2,6 @@
 
 import sys
 
-from forecast.cli import main
+from forecast.cli import console
 
-sys.exit(main())
+sys.exit(console())

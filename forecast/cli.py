@@ -492,5 +492,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return SIGTERM_EXIT_STATUS
 
 
+def console() -> int:
+    """The ``forecast`` command (and ``python -m forecast``): :func:`main` in a process whose allocator keeps
+    freed memory for reuse (:func:`~forecast.allocator.reuse_freed_memory`: up to twice as fast training
+    steps on the CPU, results bit-identical). The process is the command's own, so its allocator may be set."""
+    from forecast.allocator import reuse_freed_memory
+
+    reuse_freed_memory()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

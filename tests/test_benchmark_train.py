@@ -17,7 +17,7 @@ from torch.utils.data import default_collate
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 TINY = ["--seq-len", "32", "--label-len", "16", "--pred-len", "8", "--batch", "4", "--d-model", "16", "--heads", "2",
-        "--d-ff", "32", "--quiet-wait", "0", "--in-process"]
+        "--d-ff", "32", "--quiet-wait", "0", "--in-process", "--allocator", "glibc"]
 
 
 @pytest.fixture(scope="module")
