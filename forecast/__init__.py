@@ -25,6 +25,7 @@ _LAZY: dict[str, str] = {
     "MODELS": "forecast.models",
     "build_model": "forecast.models",
     "TrainingConfig": "forecast.training",
+    "allocator": "forecast.allocator",
     "data": "forecast.data",
     "datasets": "forecast.datasets",
     "layers": "forecast.layers",
@@ -38,11 +39,11 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "ConfigError", "DataError", "ForecastError", "__version__",
     "Forecaster", "ForecastModule", "WindowDataModule", "DataSpec", "MODELS", "build_model",
-    "TrainingConfig", "data", "datasets", "layers", "metrics", "models", "plotting",
+    "TrainingConfig", "allocator", "data", "datasets", "layers", "metrics", "models", "plotting",
 ]
 
 if TYPE_CHECKING:
-    from forecast import data, datasets, layers, metrics, models, plotting
+    from forecast import allocator, data, datasets, layers, metrics, models, plotting
     from forecast.api import Forecaster
     from forecast.data import WindowDataModule
     from forecast.models import MODELS, DataSpec, build_model
