@@ -9,8 +9,11 @@ many: Informer's improved recipe at ETTm1 720 builds ``[224, 4, 768, 48]`` atten
 with freed memory kept for reuse, results bit-identical. Serving every block from the heap and
 trimming it only past 2 GiB of free space is what ``MALLOC_MMAP_MAX_=0`` and
 ``MALLOC_TRIM_THRESHOLD_`` in the environment do at start-up; :func:`reuse_freed_memory` does the
-same from a running process (``mallopt``). The cost: the process keeps its peak memory until it
-exits, which is what jemalloc and tcmalloc, PyTorch's own advice for CPU training, do too.
+same from a running process (``mallopt``). The cost is memory: the process keeps its peak until it
+exits, as jemalloc and tcmalloc (PyTorch's own advice for CPU training) do, and glibc's aligned
+allocations reuse a freed block only once the heap holds a little more than it, so the heap grows
+for a few steps before it settles. That ETTm1 720 run held 4.4 GB against 2.6 GB, steady over the
+epoch; a LogSparse run at weather 192, 2.5 GB against 2.1 GB.
 
 The ``forecast`` console script calls it as it starts. It changes the whole process's allocator,
 so the library never calls it for you: call it in a script or notebook that trains on the CPU.
