@@ -112,6 +112,7 @@ class Variant:
     persistent_workers: bool = False
     loop_adam: bool = False  # Adam's per-tensor loop instead of the recipe's fused kernel
     torch_dropout: bool = False  # masks from F.dropout (bernoulli_) instead of forecast.layers.dropout's
+    uniform_dropout: bool = False  # forecast.layers.dropout's masks one uniform per element, not by their gaps
     torch_softmax: bool = False  # LogSparse's softmax over offsets by torch.softmax instead of offset_softmax
     sdpa_dropout: bool = False  # attention with dropout through SDPA's math path instead of the explicit product
     batched_fetch: bool = False  # loader only: one gather per batch instead of per-window items
@@ -134,6 +135,9 @@ TRAIN_VARIANTS = {
         # and torch-dropout prices them as F.dropout draws them (bernoulli_, twice torch.rand's time).
         Variant("no-dropout", model_options=(("dropout", 0.0),)),
         Variant("torch-dropout", torch_dropout=True),
+        # forecast.layers.dropout's masks one float32 uniform per element at every rate (as before it drew the
+        # gaps between drops at rates under GAP_DRAWS_BELOW).
+        Variant("uniform-dropout", uniform_dropout=True),
         # LogSparse's softmax over its ~log2 L offsets as torch.softmax computes it (row by row on the CPU).
         Variant("torch-softmax", torch_softmax=True),
         # Attention with dropout on the CPU through SDPA (its math path) instead of the explicit product.
@@ -144,7 +148,7 @@ TRAIN_VARIANTS = {
 }
 DEFAULT_TRAIN_VARIANTS = {
     "informer": ("fp32", "bf16", "compile", "bf16+compile", "loop-adam", "workers=1", "workers=2", "full-attention",
-                 "no-dropout", "torch-dropout", "sdpa-dropout"),
+                 "no-dropout", "torch-dropout", "uniform-dropout", "sdpa-dropout"),
     # A LogSparse step takes seconds at this size: loading (measured by the loader rows) is
     # negligible beside it, so only the numerics variants are timed.
     "logsparse": ("fp32", "bf16", "compile", "bf16+compile", "torch-softmax"),
@@ -333,6 +337,7 @@ class Trainer:
         device = self.setting.device
         batch = {key: value.to(device, non_blocking=True) for key, value in self.batches.next_batch().items()}
         with (_torch_dropout() if self.variant.torch_dropout else nullcontext(),
+              _uniform_dropout() if self.variant.uniform_dropout else nullcontext(),
               _torch_softmax() if self.variant.torch_softmax else nullcontext(),
               _sdpa_dropout() if self.variant.sdpa_dropout else nullcontext()):
             loss = self.loss(batch)
@@ -368,6 +373,19 @@ def _torch_dropout() -> AbstractContextManager[None]:
         return torch.nn.functional.dropout(x, p, training)
 
     return _swapped("apply_dropout", cheap.apply_dropout, torch_dropout)
+
+
+@contextmanager
+def _uniform_dropout() -> Iterator[None]:
+    """Every forecast dropout mask drawn one uniform per element meanwhile (no rate draws the gaps between
+    drops), to price the gaps' draw against it in one process."""
+    import forecast.layers.dropout as cheap
+
+    threshold, cheap.GAP_DRAWS_BELOW = cheap.GAP_DRAWS_BELOW, 0.0
+    try:
+        yield
+    finally:
+        cheap.GAP_DRAWS_BELOW = threshold
 
 
 def _torch_softmax() -> AbstractContextManager[None]:

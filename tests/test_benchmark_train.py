@@ -256,6 +256,20 @@ def test_the_torch_dropout_variant_draws_every_mask_with_f_dropout_and_restores(
     assert not torch.equal(cheap.Dropout(0.3).train()(x), patched)  # the cheap masks again
 
 
+def test_the_uniform_dropout_variant_draws_one_uniform_per_element_and_restores(bench):
+    import forecast.layers.dropout as cheap
+
+    x, threshold = torch.ones(1000), cheap.GAP_DRAWS_BELOW
+    with bench._uniform_dropout():
+        torch.manual_seed(0)
+        uniform = cheap.apply_dropout(x, 0.05, True)
+    torch.manual_seed(0)
+    assert torch.equal(uniform, x * torch.rand(1000).lt_(0.95).mul_(1 / 0.95))
+    assert cheap.GAP_DRAWS_BELOW == threshold
+    torch.manual_seed(0)
+    assert not torch.equal(cheap.apply_dropout(x, 0.05, True), uniform)  # the gaps' draw again
+
+
 def test_the_improved_recipe_times_its_own_model_against_sdpa_attention(bench, series, tmp_path):
     output = tmp_path / "attention.csv"
     bench.main(["--data", str(series), *TINY, "--output", str(output), "--models", "informer", "--kinds", "train",

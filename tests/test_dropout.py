@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from forecast.layers.dropout import Dropout, apply_dropout
+from forecast.layers.dropout import GAP_DRAWS_BELOW, Dropout, apply_dropout, dropped_positions
 from forecast.models import MODELS, DataSpec, build_model
 
 N = 1_000_000
@@ -31,9 +31,10 @@ def test_the_keep_rate_is_one_minus_p_and_kept_values_are_scaled(p, dtype):
     torch.testing.assert_close(out[kept], torch.full((int(kept.sum()),), 1 / (1 - p), dtype=dtype))
 
 
-def test_masks_are_independent_across_elements_and_calls():
+@pytest.mark.parametrize("p", [0.05, 0.3])  # the gaps' draw and the uniforms' (GAP_DRAWS_BELOW)
+def test_masks_are_independent_across_elements_and_calls(p):
     torch.manual_seed(1)
-    p, keep = 0.3, 0.7
+    keep = 1 - p
     first = apply_dropout(torch.ones(N), p, True) != 0
     second = apply_dropout(torch.ones(N), p, True) != 0
     both_neighbours = (first[:-1] & first[1:]).double().mean().item()
@@ -76,3 +77,29 @@ def test_every_model_drops_out_through_the_cheap_masks(name):
     plain = [type(module).__name__ for module in model.modules()
              if isinstance(module, nn.Dropout) and not isinstance(module, Dropout)]
     assert not plain
+
+
+@pytest.mark.parametrize("chunk", [None, 7])  # the usual single draw, and many rounds of the loop
+def test_the_gaps_between_drops_are_geometric(chunk):
+    torch.manual_seed(4)
+    p, numel = 0.05, 400_000
+    positions = dropped_positions(numel, p, chunk)
+    assert positions.dtype == torch.int64 and bool((positions[1:] > positions[:-1]).all())
+    assert int(positions[0]) >= 0 and int(positions[-1]) < numel
+    assert within(positions.numel() / numel, p, numel)
+    gaps = torch.diff(positions, prepend=torch.tensor([-1])) - 1  # kept elements before each drop
+    for k in range(4):  # P(gap = k) = (1 - p)^k p
+        assert within((gaps == k).double().mean().item(), (1 - p) ** k * p, gaps.numel())
+    assert within((gaps >= 40).double().mean().item(), (1 - p) ** 40, gaps.numel())
+
+
+def test_the_gap_draw_is_below_the_threshold_and_handles_any_layout():
+    assert 0.1 < GAP_DRAWS_BELOW <= 0.5  # the models' rates (0.05, 0.1) take the gaps
+    torch.manual_seed(5)
+    x = torch.randn(40, 30).t().requires_grad_()  # not contiguous: positions count in its logical order
+    out = apply_dropout(x, 0.1, True)
+    kept = out != 0
+    torch.testing.assert_close(out[kept], x.detach()[kept] / 0.9)
+    out.backward(torch.ones_like(out))
+    torch.testing.assert_close(x.grad, kept.float() / 0.9)
+    torch.testing.assert_close(apply_dropout(torch.ones(1), 1e-6, True), torch.ones(1) / (1 - 1e-6))
