@@ -4,7 +4,7 @@ glibc's ``malloc`` serves every block larger than 32 MiB with a fresh ``mmap`` a
 to the kernel on ``free``, so each such tensor pays a page fault per 4 KiB page, with the kernel
 zeroing each page, every time it is allocated. A training step at long horizons allocates
 many: Informer's improved recipe at ETTm1 720 builds ``[224, 4, 768, 48]`` attention weights
-(132 MiB) several times a step, and on the 2-core VM the project measures on
+(132 MB) several times a step, and on the 2-core VM the project measures on
 (benchmarks/README.md, "Allocator") its step took 7.4-7.8 s with glibc's defaults against 3.8 s
 with freed memory kept for reuse, results bit-identical. Serving every block from the heap and
 trimming it only past 2 GiB of free space is what ``MALLOC_MMAP_MAX_=0`` and
