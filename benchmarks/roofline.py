@@ -59,8 +59,8 @@ from forecast.models import DataSpec, build_model  # noqa: E402
 from forecast.module import adam  # noqa: E402
 from forecast.recipes import get_recipe  # noqa: E402
 
-COLUMNS = ["model", "size", "precision", "batch", "pred_len", "gflop_per_step", "step_ms", "achieved_gflops", "gemm_gflops", "share",
-           "threads", "others_cpu", "device", "torch", "machine", "allocator", "commit", "command"]
+COLUMNS = ["model", "size", "precision", "batch", "pred_len", "gflop_per_step", "step_ms", "achieved_gflops",
+           "gemm_gflops", "share", "threads", "others_cpu", "device", "torch", "machine", "allocator", "commit", "command"]
 PRED_LEN = 24
 BATCH = 32
 # (model, size label, options): the registry defaults are the papers' sizes (LogSparse's paper recipe is
@@ -149,8 +149,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     def number(value: Any, digits: int) -> str:
         return f"{float(value):,.{digits}f}" if value not in ("", None) else "–"
 
-    header = ["model", "size", "precision", "batch", "horizon", "GFLOP / step", "ms / step", "achieved GFLOP/s", "GEMM GFLOP/s",
-              "share of GEMM rate", "threads", "allocator", "others_cpu"]
+    header = ["model", "size", "precision", "batch", "horizon", "GFLOP / step", "ms / step", "achieved GFLOP/s",
+              "GEMM GFLOP/s", "share of GEMM rate", "threads", "allocator", "others_cpu"]
     # Rows from before the allocator column ran with glibc's defaults.
     body = [[row["model"], row["size"], row["precision"], str(row.get("batch") or BATCH),
              str(row.get("pred_len") or PRED_LEN), number(row["gflop_per_step"], 1),
@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gemm-size", type=int, help="the GEMM rate's square matrices (default 2048; 8192 on a GPU, "
                                                        "which a smaller product leaves part idle)")
     parser.add_argument("--batch", type=int, nargs="+", default=[BATCH], help="windows per step (several: one row each)")
-    parser.add_argument("--pred-len", type=int, default=PRED_LEN, help="the horizon (the decoder's length grows with it)")
+    parser.add_argument("--pred-len", type=int, default=PRED_LEN,
+                        help="the horizon (the decoder's length grows with it)")
     parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's size)")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))

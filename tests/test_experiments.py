@@ -543,7 +543,8 @@ def test_calibration_variants_fit_no_worse_than_what_they_contain_on_the_windows
     inputs = torch.cat([batch["x"][:, -1:, -parts["y"].shape[2]:] for batch in windows.test_dataloader()])
     assert scores["last"] == pytest.approx(script.mse(inputs.double().expand_as(parts["y"]), parts))  # naive's
     for variant in ("w tested", "a,w tested", "c,w tested"):
-        assert ((script.fitted(variant, parts)[1] >= 0) & (script.fitted(variant, parts)[1] <= 1)).all()
+        shares = script.fitted(variant, parts)[1]
+        assert ((shares >= 0) & (shares <= 1)).all()
     # The tested centre: targets that are the last value keep none of the centre or the correction; targets
     # that are the centre keep the whole centre and none of the correction.
     last = parts["mean"] + parts["offset"]
