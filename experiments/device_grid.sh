@@ -5,6 +5,7 @@
 #
 #   experiments/device_grid.sh                 # the default sweeps below, in order, until BUDGET seconds
 #   experiments/device_grid.sh --datasets national_illness --models dlinear    # one sweep of your own
+#   experiments/device_grid.sh "--datasets weather --models informer ; --datasets ETTm2 --models informer"  # several
 #
 # WORKERS shards (forecast sweep --shard, 8) share the GPU and the sweeps; every run that finishes before the
 # budget appends its row to /tmp/device-results/<dataset>.csv, which starts as a copy of experiments/results/ so
@@ -30,7 +31,7 @@ for name in $datasets; do
 done
 
 if [ $# -gt 0 ]; then
-  sweeps=("$*")
+  IFS=';' read -ra sweeps <<< "$*"  # sweeps of one's own, separated by ';', in order
 else
   sweeps=(
     # What costs this CPU the most first: the paper-size Informer (about a day a cell here, bf16 autocast; its
