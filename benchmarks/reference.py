@@ -14,7 +14,8 @@ distil and, for the original, mix), built from the same seed. Each round feeds b
 ETTh1 training batch of 32 windows (the original's decoder input built as its ``exp_informer``
 does) and times one full optimizer step of each (forward, MSE, backward, Adam), alternating
 which goes first; rows hold the median, minimum and maximum over the rounds, per thread count
-and precision (fp32, bf16 autocast), with ``others_cpu``, the command, commit and machine.
+and precision (fp32, bf16 autocast), with ``others_cpu``, the allocator (``--allocator``, as in
+train.py; the two models share it), the command, commit and machine.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     RESULTS,
     CpuLoad,
+    add_allocator_argument,
     add_table_arguments,
     command_line,
     commit,
@@ -47,6 +49,7 @@ from _common import (  # noqa: E402
     emit_tables,
     machine,
     markdown_table,
+    use_allocator,
     write_rows,
 )
 
@@ -58,8 +61,8 @@ COMMIT = "29f2a739226a509202a092b464163da81fa74960"  # zhouhaoyi/Informer2020, t
 URL = "https://github.com/zhouhaoyi/Informer2020"
 CACHE = Path.home() / ".cache" / "forecast" / "Informer2020"
 COLUMNS = ["threads", "precision", "ours_ms", "ours_min_ms", "ours_max_ms", "reference_ms", "reference_min_ms",
-           "reference_max_ms", "speedup", "rounds", "others_cpu", "torch", "machine", "commit", "reference_commit",
-           "command"]
+           "reference_max_ms", "speedup", "rounds", "others_cpu", "torch", "machine", "allocator", "commit",
+           "reference_commit", "command"]
 WINDOW = dict(seq_len=96, label_len=48, pred_len=24)
 
 
@@ -121,7 +124,8 @@ def stepper(model: torch.nn.Module, reference: bool, precision: str) -> Callable
     return step
 
 
-def measure(sources: Path, threads: int, precision: str, rounds: int) -> dict[str, Any]:
+def measure(sources: Path, threads: int, precision: str, rounds: int, allocator: str = "reuse") -> dict[str, Any]:
+    """One row (``allocator``: what the process runs with, :func:`_common.use_allocator`; both models share it)."""
     torch.set_num_threads(threads)
     ours, reference = build_pair(sources)
     steps = {"ours": stepper(ours, False, precision), "reference": stepper(reference, True, precision)}
@@ -143,20 +147,21 @@ def measure(sources: Path, threads: int, precision: str, rounds: int) -> dict[st
         row[f"{name}_ms"] = statistics.median(values) * 1000
         row[f"{name}_min_ms"], row[f"{name}_max_ms"] = min(values) * 1000, max(values) * 1000
     row["speedup"] = row["reference_ms"] / row["ours_ms"]
-    row.update(others_cpu=load.share, torch=torch.__version__, machine=machine(), commit=commit(),
+    row.update(others_cpu=load.share, torch=torch.__version__, machine=machine(), allocator=allocator, commit=commit(),
                reference_commit=COMMIT, command=command_line())
     return row
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    header = ["threads", "precision", "ours ms/step (min-max)", "original ms/step (min-max)", "ours faster by",
-              "rounds", "others_cpu"]
+    header = ["threads", "precision", "allocator", "ours ms/step (min-max)", "original ms/step (min-max)",
+              "ours faster by", "rounds", "others_cpu"]
 
     def span(row: dict[str, Any], name: str) -> str:
         return (f"{float(row[f'{name}_ms']):,.0f} ({float(row[f'{name}_min_ms']):,.0f}-"
                 f"{float(row[f'{name}_max_ms']):,.0f})")
 
-    body = [[str(row["threads"]), row["precision"], span(row, "ours"), span(row, "reference"),
+    # Rows from before the allocator column ran with glibc's defaults.
+    body = [[str(row["threads"]), row["precision"], row.get("allocator") or "glibc", span(row, "ours"), span(row, "reference"),
              f"{float(row['speedup']):.3f}x", str(row["rounds"]),
              f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in rows]
     meta = rows[0] if rows else {}
@@ -173,16 +178,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--output", type=Path, default=RESULTS / "reference_cpu.csv")
+    add_allocator_argument(parser)
     add_table_arguments(parser)
     args = parser.parse_args(argv)
     if args.markdown is not None:
         emit_tables("reference-tables", markdown(csv_rows(args.markdown)), args.readme)
         return 0
+    allocator = use_allocator(args.allocator)
     sources = reference_sources(args.informer2020)
     rows = []
     for threads in args.threads:
         for precision in args.precisions:
-            rows.append(measure(sources, threads, precision, args.rounds))
+            rows.append(measure(sources, threads, precision, args.rounds, allocator))
             print(f"{threads} threads {precision}: ours {rows[-1]['ours_ms']:.0f} ms, original "
                   f"{rows[-1]['reference_ms']:.0f} ms ({rows[-1]['speedup']:.2f}x)", flush=True)
     write_rows(rows, args.output, COLUMNS)
