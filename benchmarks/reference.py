@@ -161,8 +161,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 f"{float(row[f'{name}_max_ms']):,.0f})")
 
     # Rows from before the allocator column ran with glibc's defaults.
-    body = [[str(row["threads"]), row["precision"], row.get("allocator") or "glibc", span(row, "ours"), span(row, "reference"),
-             f"{float(row['speedup']):.3f}x", str(row["rounds"]),
+    body = [[str(row["threads"]), row["precision"], row.get("allocator") or "glibc", span(row, "ours"),
+             span(row, "reference"), f"{float(row['speedup']):.3f}x", str(row["rounds"]),
              f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in rows]
     meta = rows[0] if rows else {}
     commits = commits_of(rows)
