@@ -589,6 +589,28 @@ def test_long_horizon_targets_count_wins_over_naive_and_gains_over_the_published
     assert "`logsparse`: not run yet." in lines
 
 
+def test_long_horizon_summary_ranks_every_entry_over_the_cells_it_has_ties_sharing_the_best_rank():
+    script = load_script("long_horizon")
+    cells = pd.DataFrame([
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "informer", "mse": 0.4},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "naive", "mse": 1.2},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "dlinear", "mse": 0.38},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "Informer (published)", "mse": 0.8},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "informer", "mse": 0.09},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "naive", "mse": 0.081},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "seasonal_naive", "mse": 0.081},
+        {"dataset": "exchange_rate", "pred_len": 96, "entry": "Informer (published)", "mse": 0.9},
+        {"dataset": "exchange_rate", "pred_len": 192, "entry": "informer", "mse": float("nan")},  # not run: no rank
+    ])
+    lines = script.summary(cells)
+    table = [line for line in lines if line.startswith("| ") and "entry" not in line]
+    # ETTh1 96: dlinear 1, informer 2, published 3, naive 4; exchange_rate 96: naive and seasonal_naive 1 (a tie),
+    # informer 3, published 4
+    assert table == ["| dlinear | 1 | 1.00 |", "| seasonal_naive | 1 | 1.00 |", "| informer | 2 | 2.50 |",
+                     "| naive | 2 | 2.50 |", "| Informer (published) | 2 | 3.50 |"]
+    assert lines[lines.index(table[-1]) + 2:] == script.targets(cells)
+
+
 def test_merging_rows_written_before_recipes_asks_for_their_key_columns(tmp_path):
     from forecast.results import merge_results
 
