@@ -16,7 +16,7 @@
 # after training can be refitted from it later), and the log. Back here: experiments/device_unpack.sh <files_at>
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BUDGET=${BUDGET:-480}   # seconds until the workers stop; the device tool allows a command 600
+BUDGET=${BUDGET:-560}   # seconds until the workers stop: the device tool allows a command 600; leave ~40 to stop and pack
 WORKERS=${WORKERS:-8}   # the models are small: the GPU runs several at once, two CPU threads each
 RUNS=${RUNS:-/tmp/forecast-runs}
 RESULTS=${RESULTS:-/tmp/device-results}  # outside $OUT, which each call empties
