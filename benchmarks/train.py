@@ -348,7 +348,7 @@ class Trainer:
 
 
 @contextmanager
-def _swapped(name: str, original: Callable[..., Any], replacement: Callable[..., Any]) -> Iterator[None]:
+def _swapped(name: str, original: Any, replacement: Any) -> Iterator[None]:
     """Every module that holds ``original`` under ``name`` (its own module, and the kernels that
     imported it by name) holds ``replacement`` meanwhile."""
     # A module's own namespace, not getattr: that would run modules' __getattr__ hooks (PEP 562), which warn
@@ -375,17 +375,12 @@ def _torch_dropout() -> AbstractContextManager[None]:
     return _swapped("apply_dropout", cheap.apply_dropout, torch_dropout)
 
 
-@contextmanager
-def _uniform_dropout() -> Iterator[None]:
+def _uniform_dropout() -> AbstractContextManager[None]:
     """Every forecast dropout mask drawn one uniform per element meanwhile (no rate draws the gaps between
     drops), to price the gaps' draw against it in one process."""
     import forecast.layers.dropout as cheap
 
-    threshold, cheap.GAP_DRAWS_BELOW = cheap.GAP_DRAWS_BELOW, 0.0
-    try:
-        yield
-    finally:
-        cheap.GAP_DRAWS_BELOW = threshold
+    return _swapped("GAP_DRAWS_BELOW", cheap.GAP_DRAWS_BELOW, 0.0)
 
 
 def _torch_softmax() -> AbstractContextManager[None]:
