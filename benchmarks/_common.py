@@ -239,6 +239,11 @@ def add_allocator_argument(parser: Any) -> None:
                              "malloc's defaults, which map every block over 32 MiB afresh")
 
 
+def allocator_of(row: dict[str, Any]) -> str:
+    """The allocator a results row ran with: rows from before the ``allocator`` column ran with glibc's defaults."""
+    return row.get("allocator") or "glibc"
+
+
 def use_allocator(name: str) -> str:
     """Set this process's allocator to ``name`` (:data:`ALLOCATORS`); returns what it runs with, for the rows:
     ``glibc`` where keeping freed memory is not possible."""

@@ -41,6 +41,7 @@ from _common import (  # noqa: E402
     RESULTS,
     CpuLoad,
     add_allocator_argument,
+    allocator_of,
     add_table_arguments,
     command_line,
     commit,
@@ -160,8 +161,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return (f"{float(row[f'{name}_ms']):,.0f} ({float(row[f'{name}_min_ms']):,.0f}-"
                 f"{float(row[f'{name}_max_ms']):,.0f})")
 
-    # Rows from before the allocator column ran with glibc's defaults.
-    body = [[str(row["threads"]), row["precision"], row.get("allocator") or "glibc", span(row, "ours"),
+    body = [[str(row["threads"]), row["precision"], allocator_of(row), span(row, "ours"),
              span(row, "reference"), f"{float(row['speedup']):.3f}x", str(row["rounds"]),
              f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in rows]
     meta = rows[0] if rows else {}

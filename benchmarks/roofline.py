@@ -42,6 +42,7 @@ from _common import (  # noqa: E402
     RESULTS,
     CpuLoad,
     add_allocator_argument,
+    allocator_of,
     add_table_arguments,
     command_line,
     commit,
@@ -151,11 +152,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
     header = ["model", "size", "precision", "batch", "horizon", "GFLOP / step", "ms / step", "achieved GFLOP/s",
               "GEMM GFLOP/s", "share of GEMM rate", "threads", "allocator", "others_cpu"]
-    # Rows from before the allocator column ran with glibc's defaults.
     body = [[row["model"], row["size"], row["precision"], str(row.get("batch") or BATCH),
              str(row.get("pred_len") or PRED_LEN), number(row["gflop_per_step"], 1),
              number(row["step_ms"], 0), number(row["achieved_gflops"], 1), number(row["gemm_gflops"], 1),
-             f"{float(row['share']):.0%}", str(row["threads"]), row.get("allocator") or "glibc",
+             f"{float(row['share']):.0%}", str(row["threads"]), allocator_of(row),
              number(row["others_cpu"], 2)] for row in rows]
     meta = rows[0] if rows else {}
     commits = commits_of(rows)

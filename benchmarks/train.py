@@ -69,6 +69,7 @@ from _common import (
     RESULTS,
     CpuLoad,
     add_allocator_argument,
+    allocator_of,
     command_line,
     commit,
     emit_tables,
@@ -842,8 +843,7 @@ def _header(rows: list[dict[str, Any]]) -> list[str]:
     commands = sorted({row["command"] for row in rows if row.get("command")}, key=lambda c: ("--accuracy" in c, c))
     commits = sorted({short_commit(row["commit"]) for row in rows if row.get("commit")})
     threads = sorted({str(row["threads"]) for row in rows if row.get("threads")})
-    # Rows from before the allocator column ran with glibc's defaults.
-    allocators = sorted({row.get("allocator") or "glibc" for row in rows if row.get("torch")})
+    allocators = sorted({allocator_of(row) for row in rows if row.get("torch")})
     return [
         f"{first['data']}, seq_len {first['seq_len']}, label_len {first['label_len']}, pred_len {first['pred_len']}, "
         f"batch {first['batch']}; d_model {first['d_model']}, {first['n_heads']} heads, d_ff {first['d_ff']} "
