@@ -61,7 +61,8 @@ from forecast.module import adam  # noqa: E402
 from forecast.recipes import get_recipe  # noqa: E402
 
 COLUMNS = ["model", "size", "precision", "batch", "pred_len", "gflop_per_step", "step_ms", "achieved_gflops",
-           "gemm_gflops", "share", "threads", "others_cpu", "device", "torch", "machine", "allocator", "commit", "command"]
+           "gemm_gflops", "share", "threads", "others_cpu", "device", "torch", "machine", "allocator", "commit",
+           "command"]
 PRED_LEN = 24
 BATCH = 32
 # (model, size label, options): the registry defaults are the papers' sizes (LogSparse's paper recipe is
@@ -170,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--gemm-size", type=int, help="the GEMM rate's square matrices (default 2048; 8192 on a GPU, "
                                                        "which a smaller product leaves part idle)")
-    parser.add_argument("--batch", type=int, nargs="+", default=[BATCH], help="windows per step (several: one row each)")
+    parser.add_argument("--batch", type=int, nargs="+", default=[BATCH],
+                        help="windows per step (several: one row each)")
     parser.add_argument("--pred-len", type=int, default=PRED_LEN,
                         help="the horizon (the decoder's length grows with it)")
     parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's size)")
