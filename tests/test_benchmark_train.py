@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import math
+import platform
 import sys
 from pathlib import Path
 
@@ -280,3 +281,18 @@ def test_the_improved_recipe_times_its_own_model_against_sdpa_attention(bench, s
     assert all(row["status"] == "ok" and math.isfinite(row["loss"]) for row in rows)
     # the recipe's size, not the --d-model 16 of the flags
     assert {(row["d_model"], row["n_heads"], row["d_ff"]) for row in rows} == {(64, 4, 128)}
+
+
+def test_the_machine_label_names_the_cpus_family_model_and_vector_extension(bench, tmp_path):
+    """Two hosts that both call themselves "AMD EPYC" ran one GEMM 1.6x apart: their rows must differ."""
+    from _common import machine  # the fixture put benchmarks/ on the path
+
+    cpuinfo = tmp_path / "cpuinfo"
+    core = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n"
+    cpuinfo.write_text(core.format(model=1, flags="fpu sse2 avx2 fma") * 2)
+    milan = machine(cpuinfo)
+    assert milan.startswith("AMD EPYC (family 25 model 1, AVX2), ") and milan.endswith(" cores, " + platform.system())
+    cpuinfo.write_text(core.format(model=17, flags="fpu avx2 avx512f avx512bw"))
+    assert machine(cpuinfo).startswith("AMD EPYC (family 25 model 17, AVX-512), ")
+    missing = machine(tmp_path / "absent")  # no /proc (macOS): the platform's own name, no details
+    assert "(" not in missing and missing.endswith(" cores, " + platform.system())
