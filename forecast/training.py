@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
+from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.callbacks import Callback, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
 from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.trainer.states import RunningStage
@@ -61,7 +62,8 @@ class TrainingConfig:
     on two CPU cores, and a small fraction of that on a GPU).
     ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
     the model's forward with ``torch.compile``; benchmarks/README.md measures both
-    (bf16 pays on CPUs with avx512_bf16; compiling pays only for long LogSparse runs).
+    (bf16 pays on CPUs with avx512_bf16; on one without bf16 instructions it is several times slower,
+    and the Trainer warns; compiling pays only for long LogSparse runs).
     ``ema_decay``: keep an exponential moving average of the weights, updated after every
     optimizer step (Lightning's ``EMAWeightAveraging``): validation, early stopping, the best
     checkpoint and the weights kept are the average's.
@@ -434,11 +436,25 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         extra = f" and Trainer options {sorted(config.extra_trainer_options)}" if config.extra_trainer_options else ""
         raise ConfigError(f"Lightning refuses the training settings {chosen}{extra}: {error} Fix: change the "
                           "setting it names (see lightning.Trainer's documentation).") from error
+    if "bf16" in str(trainer.precision) and isinstance(trainer.accelerator, CPUAccelerator) and not cpu_has_bf16():
+        log.warning("precision=%s on a CPU without bf16 instructions (oneDNN reports none: no AVX-512 or AMX): "
+                    "bf16 matrix products are emulated there, 7-140 times slower than fp32 (benchmarks/README.md, "
+                    "\"bf16 on a CPU without bf16\"). Fix: leave precision unset (fp32) on this machine.",
+                    trainer.precision)
     if train_batches is not None and options.get("log_every_n_steps") is None and trainer.log_every_n_steps > 0:
         # Set after construction: the number of processes is known once Lightning resolved the devices.
         trainer.log_every_n_steps = log_interval(train_batches, trainer.world_size, config.limit_train_batches,
                                                  trainer.log_every_n_steps)
     return trainer
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU runs bf16 matrix products natively (oneDNN's own check: AVX-512 or AMX on x86); True
+    where torch cannot say, so that no warning is made up."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return True
 
 
 def log_interval(train_batches: int, processes: int = 1, limit_train_batches: float | int | None = None,

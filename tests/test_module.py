@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -208,6 +210,36 @@ def test_bf16_mixed_precision_trains_and_scores_every_window(name):
     assert metrics["test_windows"] == len(dm.test_dataset)
     assert np.isfinite([metrics["test_mse"], metrics["test_mae"], metrics["test_mse_orig"]]).all()
     assert all(p.dtype == torch.float32 for p in module.parameters())  # autocast: weights stay float32
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_on_a_cpu_without_bf16_instructions_warns_once_with_the_fix(native, monkeypatch, caplog):
+    """Emulated bf16 makes a step several times slower (benchmarks/README.md): say so where it is asked for."""
+    import forecast.training as training
+
+    monkeypatch.setattr(training, "cpu_has_bf16", lambda: native)
+    with caplog.at_level(logging.WARNING, logger="forecast.training"):
+        trainer(precision="bf16-mixed")
+        trainer()  # fp32: nothing to say
+    warnings = [record.getMessage() for record in caplog.records if "bf16" in record.getMessage()]
+    if native:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1
+        assert "precision=bf16-mixed on a CPU without bf16 instructions" in warnings[0]
+        assert "Fix: leave precision unset (fp32)" in warnings[0]
+
+
+def test_cpu_has_bf16_is_onednns_answer_and_true_where_torch_cannot_say(monkeypatch):
+    from forecast.training import cpu_has_bf16
+
+    assert cpu_has_bf16() is bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+    def unavailable():
+        raise RuntimeError("no such operator")
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", unavailable)
+    assert cpu_has_bf16() is True
 
 
 def test_lightnings_loggers_progress_bar_and_callbacks_work_unchanged(tmp_path):
