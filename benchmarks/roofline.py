@@ -15,7 +15,8 @@ for reuse as the ``forecast`` command's does (``--allocator glibc`` for malloc's
 * **step time**: the median of ``--steps`` optimizer steps (forward, MSE, backward, Adam) on
   random inputs of the data's sizes, after two warm-up steps;
 * **GEMM rate**: the median rate of a square ``--gemm-size`` matrix product in the same
-  precision, measured in the same process just before the model's steps;
+  precision, timed in the same process three times before the model's steps and once after each
+  (:class:`GemmRate`; rows before 2026-11-26 timed it seven times just before the steps);
 * **share** = FLOPs / step time / GEMM rate: how close the step comes to the rate of the
   machine's best kernel. What is left is element-wise work, copies, small or skinny GEMMs and
   framework overhead.
@@ -80,13 +81,25 @@ def _autocast(precision: str, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
 
-def gemm_gflops(size: int, precision: str, repeats: int = 7, device: torch.device = torch.device("cpu")) -> float:
-    """Median GFLOP/s of a ``size`` x ``size`` matrix product in ``precision``."""
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a, b = (torch.randn(size, size, dtype=dtype, device=device) for _ in range(2))
-    timed(lambda: a @ b, device.type)
-    times = [timed(lambda: a @ b, device.type)[0] for _ in range(repeats)]
-    return 2 * size**3 / statistics.median(times) / 1e9
+class GemmRate:
+    """The machine's rate on a square ``size`` x ``size`` matrix product in ``precision``, from samples timed
+    through the run: on a shared VM one product's time varies by about +-20% minute to minute (91-136 GFLOP/s
+    in 25 products on a quiet 2-core host), so a few products timed once before the steps move the share by
+    several points; :meth:`sample` between the steps spreads them over the same minutes as the steps."""
+
+    def __init__(self, size: int, precision: str, device: torch.device = torch.device("cpu")) -> None:
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        self.size, self.device = size, device
+        self.a, self.b = (torch.randn(size, size, dtype=dtype, device=device) for _ in range(2))
+        timed(lambda: self.a @ self.b, device.type)  # warm-up
+        self.seconds: list[float] = []
+
+    def sample(self, repeats: int = 1) -> None:
+        self.seconds += [timed(lambda: self.a @ self.b, self.device.type)[0] for _ in range(repeats)]
+
+    def gflops(self) -> float:
+        """Median GFLOP/s over the samples so far."""
+        return 2 * self.size**3 / statistics.median(self.seconds) / 1e9
 
 
 def data_spec(pred_len: int = PRED_LEN) -> DataSpec:
@@ -129,11 +142,15 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
     optimizer.zero_grad()
     load = CpuLoad()
     with load:
-        rate = gemm_gflops(gemm_size, precision, device=device)
+        gemm = GemmRate(gemm_size, precision, device)
+        gemm.sample(repeats=3)
         for _ in range(2):  # warm-up
             timed(step, device.type)
-        times = [timed(step, device.type)[0] for _ in range(steps)]
-    seconds = statistics.median(times)
+        times = []
+        for _ in range(steps):
+            times.append(timed(step, device.type)[0])
+            gemm.sample()
+    rate, seconds = gemm.gflops(), statistics.median(times)
     flops = counter.get_total_flops()
     return {
         "model": name, "size": size, "precision": precision, "batch": batch, "pred_len": pred_len,
