@@ -175,10 +175,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
              number(row["step_ms"], 0), number(row["achieved_gflops"], 1), number(row["gemm_gflops"], 1),
              f"{float(row['share']):.0%}", str(row["threads"]), allocator_of(row),
              number(row["others_cpu"], 2)] for row in rows]
+    machines = list(dict.fromkeys(row.get("machine", "") for row in rows))
+    if len(machines) > 1:  # hosts that differ by 1.6x in GEMM rate: say which row ran where
+        header.append("machine")
+        for line, row in zip(body, rows):
+            line.append(row.get("machine", ""))
     meta = rows[0] if rows else {}
     commits = commits_of(rows)
     commands = "; then ".join(f"`{command}`" for command in dict.fromkeys(row["command"] for row in rows))
-    return (f"ETTh1-shaped inputs (`M`, input 96, label 48); {meta.get('machine', '')}; torch "
+    where = machines[0] if len(machines) == 1 else "the machine in the last column"
+    return (f"ETTh1-shaped inputs (`M`, input 96, label 48); {where}; torch "
             f"{meta.get('torch', '')}; commit {commits}. Commands: {commands}.\n\n"
             + markdown_table(header, body) + "\n")
 

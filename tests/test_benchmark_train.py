@@ -296,3 +296,23 @@ def test_the_machine_label_names_the_cpus_family_model_and_vector_extension(benc
     assert machine(cpuinfo).startswith("AMD EPYC (family 25 model 17, AVX-512), ")
     missing = machine(tmp_path / "absent")  # no /proc (macOS): the platform's own name, no details
     assert "(" not in missing and missing.endswith(" cores, " + platform.system())
+
+
+def test_the_roofline_table_names_each_rows_machine_when_rows_come_from_several():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("benchmark_roofline_table", BENCHMARKS / "roofline.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    row = {"model": "informer", "size": "paper (d512)", "precision": "fp32", "batch": "32", "pred_len": "24",
+           "gflop_per_step": "159.2", "step_ms": "1000", "achieved_gflops": "159.2", "gemm_gflops": "190",
+           "share": "0.84", "threads": "2", "allocator": "reuse", "others_cpu": "0.01", "torch": "2.13.0+cpu",
+           "commit": "0" * 40, "command": "python benchmarks/roofline.py", "machine": "AMD EPYC, 2 cores, Linux"}
+    one = module.markdown([row, dict(row)])
+    assert "AMD EPYC, 2 cores, Linux; torch" in one and "| machine |" not in one
+    other = dict(row, machine="AMD EPYC (family 25 model 1, AVX2), 2 cores, Linux")
+    both = module.markdown([row, other])
+    assert "the machine in the last column" in both and "| machine |" in both
+    assert both.rstrip().splitlines()[-1].endswith("| AMD EPYC (family 25 model 1, AVX2), 2 cores, Linux |")
