@@ -722,3 +722,36 @@ def test_the_repository_shell_scripts_parse(script):
     """The device scripts run where no one watches (a lent GPU's one call): a syntax error must show up here."""
     done = subprocess.run(["bash", "-n", str(ROOT / script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_background_sweep_starts_a_worker_from_a_worktree_pinned_at_the_commit(tmp_path):
+    """experiments/background_sweep.sh: the worktree at HEAD, the worker detached with its pid and log, runs
+    in GRID_DIR/runs (here a dry run, which plans and trains nothing)."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git checkout")
+    grid = tmp_path / "grid"
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GRID_DIR": str(grid), "PYTHON": sys.executable,
+                   "FORECAST_DATA_DIR": str(tmp_path / "no-data")}
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    tree = grid / f"wt-{head}"
+    try:
+        started = subprocess.run(["bash", "experiments/background_sweep.sh", "A", "--datasets", "ETTh1", "--models",
+                                  "naive", "--horizons", "96", "--seeds", "0", "--dry_run"],
+                                 cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        assert f"code at {head} ({tree})" in started.stdout
+        pid = int((grid / "A.pid").read_text())
+        for _ in range(1200):  # the worker imports torch: up to a minute on a loaded machine
+            if not Path(f"/proc/{pid}").exists():
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        log = (grid / "A.log").read_text()
+        assert "experiments/long_horizon/ETTh1/naive_M_96.yaml" in log and "1 runs:" in log
+        assert (tree / "forecast" / "__init__.py").is_file()
+        missing = subprocess.run(["bash", "experiments/background_sweep.sh"], cwd=ROOT, env=environment,
+                                 capture_output=True, text=True, timeout=60)
+        assert missing.returncode == 2 and "usage:" in missing.stderr
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One `forecast sweep` worker of the long-horizon grid, started in the background from a git worktree pinned at
+# a commit, so that no run mixes two code versions while the checkout moves on (experiments/README.md, "The
+# standard long-horizon benchmark"). Each worker runs on one thread: start two for this 2-core machine, on
+# disjoint cells (--horizons, --datasets or --shard K/N), never two on one cell.
+#
+#   FORECAST_DATA_DIR=../shared/datasets experiments/background_sweep.sh A --datasets ETTm2 --models informer --horizons 96
+#   kill -TERM "$(cat ../runs/A.pid)"    # stops after the current step, with a checkpoint; the same command resumes
+#
+# GRID_DIR (default ../runs) holds the worktree (wt-<commit>), the run folders (runs/), NAME.log and NAME.pid;
+# COMMIT (default HEAD) pins the code; PYTHON (default .venv/bin/python) has the package's dependencies. Rows go
+# to the worktree's experiments/results/: merge them with
+#   python experiments/merge_results.py "$GRID_DIR/wt-<commit>/experiments/results"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -lt 1 ] || [[ $1 == -* ]]; then
+  echo "usage: $0 NAME [forecast sweep options...]" >&2
+  exit 2
+fi
+: "${FORECAST_DATA_DIR:?set FORECAST_DATA_DIR to the benchmark CSVs (../shared/datasets)}"
+name=$1
+shift
+commit=$(git rev-parse --short=7 "${COMMIT:-HEAD}")
+python=${PYTHON:-.venv/bin/python}
+python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python")  # absolute, a venv's link kept
+mkdir -p "${GRID_DIR:-../runs}"
+grid=$(cd "${GRID_DIR:-../runs}" && pwd)
+tree=$grid/wt-$commit
+[ -d "$tree" ] || git worktree add --quiet --detach "$tree" "$commit"
+cd "$tree"
+# PYTHONPATH: the worktree's package, not the checkout's editable install. The allocator setting is the one the
+# forecast command makes itself (forecast/allocator.py), given here for the whole process from its start.
+PYTHONPATH=$tree OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
+  PYTHONUNBUFFERED=1 setsid nohup "$python" -m forecast sweep --sweep experiments/long_horizon.yaml \
+  --runs_dir "$grid/runs" --progress false "$@" >> "$grid/$name.log" 2>&1 < /dev/null &
+echo $! > "$grid/$name.pid"
+echo "worker $name: pid $!, code at $commit ($tree), log $grid/$name.log"
