@@ -225,7 +225,8 @@ def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, b
     assert readme.read_text() == committed
 
 
-def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
+def _roofline():
+    """benchmarks/roofline.py as a module (it imports its sibling _common)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
         spec = importlib.util.spec_from_file_location("benchmark_roofline", BENCHMARKS / "roofline.py")
@@ -233,6 +234,11 @@ def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
+    module = _roofline()
     name, size, options = module.CASES[1]  # the improved Informer, the cheapest
     row = module.measure(name, size, options, "fp32", steps=1, gemm_size=64)
     assert set(row) == set(module.COLUMNS)
@@ -299,13 +305,7 @@ def test_the_machine_label_names_the_cpus_family_model_and_vector_extension(benc
 
 
 def test_the_roofline_table_names_each_rows_machine_when_rows_come_from_several():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("benchmark_roofline_table", BENCHMARKS / "roofline.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    module = _roofline()
     row = {"model": "informer", "size": "paper (d512)", "precision": "fp32", "batch": "32", "pred_len": "24",
            "gflop_per_step": "159.2", "step_ms": "1000", "achieved_gflops": "159.2", "gemm_gflops": "190",
            "share": "0.84", "threads": "2", "allocator": "reuse", "others_cpu": "0.01", "torch": "2.13.0+cpu",
