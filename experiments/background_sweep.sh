@@ -5,7 +5,11 @@
 # disjoint cells (--horizons, --datasets or --shard K/N), never two on one cell.
 #
 #   FORECAST_DATA_DIR=../shared/datasets experiments/background_sweep.sh A --datasets ETTm2 --models informer --horizons 96
-#   kill -TERM "$(cat ../runs/A.pid)"    # stops after the current step, with a checkpoint; the same command resumes
+#   kill -TERM "$(cat ../runs/A.pid)"    # the same command resumes
+#
+# SIGTERM during training stops after the current step and checkpoints it; during validation (the end of an
+# epoch) it leaves the last periodic checkpoint (checkpoint_every_minutes, 10 in the grid's configs), so the
+# resumed run repeats up to that much training: stop a worker between its epoch's training steps if you can.
 #
 # GRID_DIR (default ../runs) holds the worktree (wt-<commit>), the run folders (runs/), NAME.log and NAME.pid;
 # COMMIT (default HEAD) pins the code; PYTHON (default .venv/bin/python) has the package's dependencies. Rows go
