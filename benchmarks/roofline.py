@@ -16,7 +16,7 @@ for reuse as the ``forecast`` command's does (``--allocator glibc`` for malloc's
   random inputs of the data's sizes, after two warm-up steps;
 * **GEMM rate**: the median rate of a square ``--gemm-size`` matrix product in the same
   precision, timed in the same process three times before the model's steps and once after each
-  (:class:`GemmRate`; rows before 2026-11-26 timed it seven times just before the steps);
+  (:class:`GemmRate`; rows before 31f55bb timed it seven times just before the steps);
 * **share** = FLOPs / step time / GEMM rate: how close the step comes to the rate of the
   machine's best kernel. What is left is element-wise work, copies, small or skinny GEMMs and
   framework overhead.
@@ -183,7 +183,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     meta = rows[0] if rows else {}
     commits = commits_of(rows)
     commands = "; then ".join(f"`{command}`" for command in dict.fromkeys(row["command"] for row in rows))
-    where = machines[0] if len(machines) == 1 else "the machine in the last column"
+    where = "the machine in the last column" if len(machines) > 1 else "".join(machines)
     return (f"ETTh1-shaped inputs (`M`, input 96, label 48); {where}; torch "
             f"{meta.get('torch', '')}; commit {commits}. Commands: {commands}.\n\n"
             + markdown_table(header, body) + "\n")
