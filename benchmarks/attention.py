@@ -70,7 +70,8 @@ MODES = ("forward", "train")
 MAX_REPEATS = 200
 COLUMNS = (
     "method", "causal", "mode", "batch", "heads", "head_dim", "length", "dtype", "status", "median_ms", "min_ms",
-    "repeats", "peak_mb", "baseline_mb", "others_cpu", "device", "machine", "threads", "torch", "commit", "seed", "command",
+    "repeats", "peak_mb", "baseline_mb", "others_cpu", "device", "machine", "threads", "torch", "commit", "seed",
+    "command",
 )
 
 
@@ -389,7 +390,8 @@ def _progress(row: dict[str, Any]) -> str:
     if row["status"] != "ok":
         return f"{row['mode']:7s} L={row['length']:5d} {causal:6s} {row['method']:13s} {row['status']}"
     return (f"{row['mode']:7s} L={row['length']:5d} {causal:6s} {row['method']:13s} "
-            f"{row['median_ms']:10.1f} ms  {row['peak_mb']:9.1f} MiB (x{row['repeats']}, others' CPU {row['others_cpu']})")
+            f"{row['median_ms']:10.1f} ms  {row['peak_mb']:9.1f} MiB "
+            f"(x{row['repeats']}, others' CPU {row['others_cpu']})")
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -451,7 +453,8 @@ def _growth_exponent(rows, method: str, causal: bool, mode: str, lengths: list[i
     table = _lookup(rows)
     points = [(math.log(length), math.log(table[(method, causal, mode, length)]["peak_mb"]))
               for length in lengths
-              if (method, causal, mode, length) in table and (table[(method, causal, mode, length)]["peak_mb"] or 0) > 0]
+              if (method, causal, mode, length) in table
+              and (table[(method, causal, mode, length)]["peak_mb"] or 0) > 0]
     if len(points) < 2:
         return None
     mean_x = statistics.fmean(x for x, _ in points)
@@ -533,7 +536,8 @@ def _targets(rows: list[dict[str, Any]], lengths: list[int]) -> str:
     speed = ratio("sdpa_logmask", "logsparse", True, 1536)
     speed_forward = ratio("sdpa_logmask", "logsparse", True, 1536, mode="forward")
     body.append(["LogSparse vs SDPA with the same boolean mask at L=1536", ">= 3x",
-                 "-" if speed is None else f"{speed:.1f}x (forward only: {_times(speed_forward, 1)})", verdict(speed, 3.0)])
+                 "-" if speed is None else f"{speed:.1f}x (forward only: {_times(speed_forward, 1)})",
+                 verdict(speed, 3.0)])
     memory = ratio("naive_logmask", "logsparse", True, 1536, column="peak_mb")
     memory_forward = ratio("naive_logmask", "logsparse", True, 1536, column="peak_mb", mode="forward")
     naive = table.get(("naive_logmask", True, "train", 1536))
@@ -541,7 +545,8 @@ def _targets(rows: list[dict[str, Any]], lengths: list[int]) -> str:
     element = 2 if first["dtype"] in ("float16", "bfloat16") else 4
     # The gradients of q, k, v and the output exist whatever the kernel does.
     floor = 4 * int(first["batch"]) * 1536 * int(first["heads"]) * int(first["head_dim"]) * element / 2**20
-    ceiling = "" if not naive or naive["peak_mb"] is None else f"; the floor of {floor:.0f} MB caps it at {naive['peak_mb'] / floor:.0f}x"
+    ceiling = ("" if not naive or naive["peak_mb"] is None
+               else f"; the floor of {floor:.0f} MB caps it at {naive['peak_mb'] / floor:.0f}x")
     body.append(["LogSparse peak memory vs naive dense-masked at L=1536", ">= 20x less",
                  "-" if memory is None else f"{memory:.0f}x less{ceiling} (forward only: {_times(memory_forward, 0)})",
                  verdict(memory, 20.0)])
@@ -618,7 +623,8 @@ def main(argv: list[str] | None = None) -> None:
         causal = {"both": (True, False), "yes": (True,), "no": (False,)}[args.causal]
         cases = [
             key for key, i in position.items()
-            if (_disturbed(rows[i], args.busy_threshold) or (key[3] in args.redo and not rows[i]["status"].startswith("skipped")))
+            if (_disturbed(rows[i], args.busy_threshold)
+                or (key[3] in args.redo and not rows[i]["status"].startswith("skipped")))
             and key[0] in args.modes and int(key[1]) in args.lengths and key[2] in causal  # the grid filters narrow it
         ]
         print(f"re-measuring {len(cases)} disturbed or failed rows of {output}", file=sys.stderr)
