@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -745,7 +746,7 @@ def test_background_sweep_starts_a_worker_from_a_worktree_pinned_at_the_commit(t
         for _ in range(1200):  # the worker imports torch: up to a minute on a loaded machine
             if not Path(f"/proc/{pid}").exists():
                 break
-            subprocess.run(["sleep", "0.1"], check=True)
+            time.sleep(0.1)
         log = (grid / "A.log").read_text()
         assert "experiments/long_horizon/ETTh1/naive_M_96.yaml" in log and "1 runs:" in log
         assert (tree / "forecast" / "__init__.py").is_file()
