@@ -32,10 +32,9 @@ grid=$(cd "${GRID_DIR:-../runs}" && pwd)
 tree=$grid/wt-$commit
 [ -d "$tree" ] || git worktree add --quiet --detach "$tree" "$commit"
 cd "$tree"
-# PYTHONPATH: the worktree's package, not the checkout's editable install. The allocator setting is the one the
-# forecast command makes itself (forecast/allocator.py), given here for the whole process from its start.
-PYTHONPATH=$tree OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647 \
-  PYTHONUNBUFFERED=1 setsid nohup "$python" -m forecast sweep --sweep experiments/long_horizon.yaml \
-  --runs_dir "$grid/runs" --progress false "$@" >> "$grid/$name.log" 2>&1 < /dev/null &
+# PYTHONPATH: the worktree's package, not the checkout's editable install. `python -m forecast` sets the allocator
+# itself as it starts (forecast.cli.console, forecast/allocator.py).
+PYTHONPATH=$tree OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONUNBUFFERED=1 setsid nohup "$python" -m forecast sweep \
+  --sweep experiments/long_horizon.yaml --runs_dir "$grid/runs" --progress false "$@" >> "$grid/$name.log" 2>&1 < /dev/null &
 echo $! > "$grid/$name.pid"
 echo "worker $name: pid $!, code at $commit ($tree), log $grid/$name.log"
