@@ -132,10 +132,10 @@ def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     "AMD EPYC" VMs of this project ran the roofline's fp32 GEMM at 192 and 118 GFLOP/s (2 threads)."""
     model, details = platform.processor() or platform.machine(), []
     try:
-        fields = dict(line.split(":", 1) for line in cpuinfo.read_text().splitlines() if ":" in line)
+        lines = cpuinfo.read_text().splitlines()
     except OSError:
-        fields = {}
-    fields = {key.strip(): value.strip() for key, value in fields.items()}
+        lines = []
+    fields = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in lines if ":" in line)}
     model = fields.get("model name", model)
     if "cpu family" in fields and "model" in fields:
         details.append(f"family {fields['cpu family']} model {fields['model']}")
