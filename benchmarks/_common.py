@@ -148,6 +148,30 @@ def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return f"{label}, {os.cpu_count()} cores, {platform.system()}"
 
 
+def bf16_runs_natively(device: str) -> bool:
+    """Whether bf16 autocast runs at speed on ``device`` (``cpu``, ``cuda``, ``cuda:1``): a GPU, or a CPU with bf16
+    instructions (:func:`forecast.training.cpu_has_bf16`). Elsewhere oneDNN emulates bf16: on this project's AVX2
+    host a 1,024-square product ran 136x slower than in fp32, so bf16 rows there take hours and measure the
+    emulation, not the model."""
+    if not device.startswith("cpu"):
+        return True
+    from forecast.training import cpu_has_bf16  # Lightning's import, only where it is asked
+
+    return cpu_has_bf16()
+
+
+def by_default(names: Sequence[str], precision: Any, device: str, what: str) -> list[str]:
+    """The default ``names`` (variants or precisions) to measure on ``device``: without those whose
+    ``precision(name)`` is bf16 where bf16 is emulated (said on stdout). Names given on the command line are
+    not passed through here: they always run."""
+    kept = [name for name in names if precision(name) != "bf16" or bf16_runs_natively(device)]
+    if len(kept) < len(names):
+        skipped = ", ".join(name for name in names if name not in kept)
+        print(f"{what}: {skipped} left out by default, as this CPU emulates bf16 (name them to run them anyway)",
+              flush=True)
+    return kept
+
+
 def commit() -> str:
     """The commit of the checkout, ``-dirty`` when its code is modified (:func:`forecast.training.git_commit`: on a
     copied tree without ``.git``, a lent GPU machine's, the ``FORECAST_COMMIT`` it was copied from)."""

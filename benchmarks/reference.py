@@ -43,6 +43,7 @@ from _common import (  # noqa: E402
     add_allocator_argument,
     allocator_of,
     add_table_arguments,
+    by_default,
     command_line,
     commit,
     commits_of,
@@ -175,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--informer2020", type=Path, help="a git clone of zhouhaoyi/Informer2020 (bare or not)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"],
+                        help="default: fp32 and bf16 (fp32 alone on a CPU that emulates bf16)")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--output", type=Path, default=RESULTS / "reference_cpu.csv")
     add_allocator_argument(parser)
@@ -186,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     allocator = use_allocator(args.allocator)
     sources = reference_sources(args.informer2020)
+    precisions = args.precisions or by_default(["fp32", "bf16"], str, "cpu", "precisions")
     rows = []
     for threads in args.threads:
-        for precision in args.precisions:
+        for precision in precisions:
             rows.append(measure(sources, threads, precision, args.rounds, allocator))
             print(f"{threads} threads {precision}: ours {rows[-1]['ours_ms']:.0f} ms, original "
                   f"{rows[-1]['reference_ms']:.0f} ms ({rows[-1]['speedup']:.2f}x)", flush=True)

@@ -45,6 +45,7 @@ from _common import (  # noqa: E402
     add_allocator_argument,
     allocator_of,
     add_table_arguments,
+    by_default,
     command_line,
     commit,
     commits_of,
@@ -199,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pred-len", type=int, default=PRED_LEN,
                         help="the horizon (the decoder's length grows with it)")
     parser.add_argument("--sizes", nargs="+", help="only these size labels, e.g. improved (the recipe's size)")
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"],
+                        help="default: fp32 and bf16, but only fp32 on a CPU that emulates bf16")
     parser.add_argument("--models", nargs="+", default=sorted({name for name, _, _ in CASES}))
     parser.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine")
     parser.add_argument("--output", type=Path, help="CSV path (default results/roofline_<device>.csv)")
@@ -213,11 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     gemm_size = args.gemm_size or (8192 if device.type == "cuda" else 2048)
     output = args.output or RESULTS / f"roofline_{device.type}.csv"
+    precisions = args.precisions or by_default(["fp32", "bf16"], str, device.type, "precisions")
     rows = []
     for name, size, options in CASES:
         if name not in args.models or (args.sizes and size not in args.sizes):
             continue
-        for precision in args.precisions:
+        for precision in precisions:
             for batch in args.batch:
                 rows.append(measure(name, size, options, precision, args.steps, gemm_size, batch, device, allocator,
                                     args.pred_len))

@@ -70,6 +70,7 @@ from _common import (
     CpuLoad,
     add_allocator_argument,
     allocator_of,
+    by_default,
     command_line,
     commit,
     emit_tables,
@@ -710,17 +711,24 @@ def plan(args: argparse.Namespace, setting: Setting) -> list[dict[str, Any]]:
     if "loader" in args.kinds:
         variants = args.loader_variants or [*DEFAULT_LOADER_VARIANTS, *(["pinned"] if setting.device != "cpu" else [])]
         groups.append({**base, "kind": "loader", "variants": list(variants), "epochs": args.loader_epochs})
+    if "profile" in args.kinds:
+        profile_precisions = args.profile_precisions or by_default(["fp32", "bf16"], str, setting.device,
+                                                                   "--profile-precisions")
+    if "infer" in args.kinds:
+        infer_variants = args.infer_variants or by_default(["fp32", "bf16"], str, setting.device, "--infer-variants")
     for model in args.models:
         if "profile" in args.kinds:
-            groups.append({**base, "kind": "profile", "model": model, "precisions": args.profile_precisions,
+            groups.append({**base, "kind": "profile", "model": model, "precisions": profile_precisions,
                            "steps": args.profile_steps, "top": args.profile_top})
         if "train" in args.kinds:
-            variants = args.variants or DEFAULT_TRAIN_VARIANTS[model]
+            variants = args.variants or by_default(DEFAULT_TRAIN_VARIANTS[model],
+                                                   lambda name: TRAIN_VARIANTS[name].precision, setting.device,
+                                                   f"{model} --variants")
             groups.append({**base, "kind": "train", "model": model, "variants": list(variants),
                            "warmup": args.warmup, "compile_warmup": args.compile_warmup, "steps": args.steps,
                            "min_steps": args.min_steps, "budget": args.train_budget})
         if "infer" in args.kinds:
-            groups.append({**base, "kind": "infer", "model": model, "variants": args.infer_variants,
+            groups.append({**base, "kind": "infer", "model": model, "variants": infer_variants,
                            "batches": [1, setting.batch], "warmup": args.warmup,
                            "compile_warmup": args.compile_warmup, "repeats": args.infer_repeats,
                            "min_repeats": args.min_steps, "budget": args.infer_budget})
@@ -1006,10 +1014,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--variants", nargs="+", choices=list(TRAIN_VARIANTS),
-                        help="training variants for every model (default: per model, see DEFAULT_TRAIN_VARIANTS)")
+                        help="training variants for every model (default: per model, see DEFAULT_TRAIN_VARIANTS; "
+                             "without the bf16 ones on a CPU that emulates bf16)")
     parser.add_argument("--loader-variants", nargs="+", choices=list(LOADER_VARIANTS),
                         help="default: DEFAULT_LOADER_VARIANTS, plus pinned memory on CUDA")
-    parser.add_argument("--infer-variants", nargs="+", default=["fp32", "bf16"], choices=list(INFER_VARIANTS))
+    parser.add_argument("--infer-variants", nargs="+", choices=list(INFER_VARIANTS),
+                        help="default: fp32 and bf16 (fp32 alone on a CPU that emulates bf16)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per eager variant")
     parser.add_argument("--compile-warmup", type=int, default=2,
                         help="untimed steps per compiled variant: compilation, and for Informer a "
@@ -1023,7 +1033,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--loader-epochs", type=int, default=2)
     parser.add_argument("--profile-steps", type=int, default=1)
     parser.add_argument("--profile-top", type=int, default=10)
-    parser.add_argument("--profile-precisions", nargs="+", default=["fp32", "bf16"], choices=("fp32", "bf16"))
+    parser.add_argument("--profile-precisions", nargs="+", choices=("fp32", "bf16"),
+                        help="default: fp32 and bf16 (fp32 alone on a CPU that emulates bf16)")
     parser.add_argument("--accuracy", action="store_true",
                         help="run the bf16 accuracy experiment (only it) instead of the throughput kinds")
     parser.add_argument("--accuracy-seeds", type=int, nargs="+", default=[0, 1],

@@ -55,7 +55,8 @@ def results(bench, series, tmp_path_factory) -> Path:
     common = ["--data", str(series), *TINY, "--output", str(output)]
     bench.main([*common, "--variants", "fp32", "bf16", "--warmup", "1", "--steps", "2", "--min-steps", "2",
                 "--infer-repeats", "2", "--loader-epochs", "1", "--loader-variants", "workers=0", "batched-gather",
-                "--profile-steps", "1", "--profile-top", "4"])
+                "--profile-steps", "1", "--profile-top", "4", "--profile-precisions", "fp32", "bf16",
+                "--infer-variants", "fp32", "bf16"])
     bench.main([*common, "--accuracy", "--accuracy-steps", "2", "--accuracy-reduced", "logsparse",
                 "--reduced-d-model", "8", "--reduced-heads", "2", "--reduced-d-ff", "16"])
     return output
@@ -287,6 +288,32 @@ def test_the_improved_recipe_times_its_own_model_against_sdpa_attention(bench, s
     assert all(row["status"] == "ok" and math.isfinite(row["loss"]) for row in rows)
     # the recipe's size, not the --d-model 16 of the flags
     assert {(row["d_model"], row["n_heads"], row["d_ff"]) for row in rows} == {(64, 4, 128)}
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_is_measured_by_default_only_where_it_runs_natively_and_always_when_named(bench, monkeypatch, capsys,
+                                                                                      native):
+    import forecast.training
+
+    monkeypatch.setattr(forecast.training, "cpu_has_bf16", lambda: native)
+    setting = bench.Setting()
+    parse = bench.parse_args
+    groups = {group["kind"]: group for group in bench.plan(parse(["--models", "informer"]), setting)}
+    fp32_only = not native
+    assert ("bf16" in groups["train"]["variants"]) is native
+    assert all(bench.TRAIN_VARIANTS[name].precision == "fp32" for name in groups["train"]["variants"]) is fp32_only
+    assert groups["train"]["variants"][0] == "fp32"
+    assert groups["profile"]["precisions"] == (["fp32", "bf16"] if native else ["fp32"])
+    assert groups["infer"]["variants"] == (["fp32", "bf16"] if native else ["fp32"])
+    assert ("emulates bf16" in capsys.readouterr().out) is fp32_only
+    named = parse(["--models", "informer", "--variants", "bf16", "--infer-variants", "bf16",
+                   "--profile-precisions", "bf16"])
+    groups = {group["kind"]: group for group in bench.plan(named, setting)}
+    assert groups["train"]["variants"] == ["bf16"] and groups["infer"]["variants"] == ["bf16"]
+    assert groups["profile"]["precisions"] == ["bf16"]
+    # on a GPU bf16 is always native
+    cuda = {group["kind"]: group for group in bench.plan(parse(["--models", "informer"]), bench.Setting(device="cuda"))}
+    assert "bf16" in cuda["train"]["variants"]
 
 
 def test_the_machine_label_names_the_cpus_family_model_and_vector_extension(bench, tmp_path):
