@@ -316,7 +316,6 @@ def _splits(args: argparse.Namespace, tokens: list[str]) -> int:
     from jsonargparse import ArgumentError
 
     from forecast.config import valid_options_hint
-    from forecast.data import WindowDataModule, describe_splits
 
     parser = _splits_parser()
     try:
@@ -325,6 +324,7 @@ def _splits(args: argparse.Namespace, tokens: list[str]) -> int:
         message = " ".join(str(error).split())
         raise ConfigError(f"forecast splits: {message}.{valid_options_hint(parser, message)} Fix: see "
                           "`forecast splits --help` for every option and its type.") from None
+    from forecast.data import WindowDataModule, describe_splits  # Lightning's import, after --help and errors
     data, split = options.pop("data"), [_split_part(part) for part in options.pop("split") or ()]
     datamodule = WindowDataModule(data, split=split[0] if len(split) == 1 else split or None, **options)
     datamodule.setup()
@@ -482,8 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"forecast: error: {error}", file=sys.stderr)
         return 2
     except SystemExit as stop:
-        # A subcommand raises this only through Lightning (its stop after a SIGTERM), loaded by then.
-        from forecast.training import SIGTERM_EXIT_STATUS, stopped_by_sigterm
+        if type(stop) is SystemExit:  # --help, a parser's error: not Lightning's stop, whose class subclasses it
+            raise
+        from forecast.training import SIGTERM_EXIT_STATUS, stopped_by_sigterm  # Lightning, loaded by then
 
         if not stopped_by_sigterm(stop):
             raise

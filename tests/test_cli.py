@@ -201,6 +201,20 @@ def test_splits_reads_the_data_with_the_options_fit_takes(workdir, capsys):
     assert "--batch_size" not in out  # moves no split border
 
 
+def test_help_of_the_commands_that_train_nothing_never_imports_lightning():
+    """`forecast --help`, and that of splits, sweep, report and demo, answer in about a second: Lightning's import
+    (several seconds) waits for a command that needs it."""
+    code = ("import sys; from forecast.cli import main\n"
+            "for command in ([], ['splits'], ['sweep'], ['report'], ['demo']):\n"
+            "    try:\n"
+            "        main([*command, '--help'])\n"
+            "    except SystemExit as stop:\n"
+            "        assert stop.code == 0, (command, stop.code)\n"
+            "    assert 'lightning' not in sys.modules, command")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 def test_fit_and_sweep_take_progress_alike_and_default_to_interactive_use(workdir, monkeypatch):
     """`--progress true|false` in both; without it, the Python API's rule: on in a terminal, off under CI."""
     import forecast.sweep
