@@ -126,36 +126,22 @@ def wait_for_quiet(threshold: float, limit: float) -> float | None:
 
 
 def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """CPU model, core count and OS, e.g. ``AMD EPYC (family 25 model 1, AVX2), 2 cores, Linux``.
+    """CPU, core count and OS, e.g. ``AMD EPYC (family 25 model 1, AVX2), 2 cores, Linux``
+    (:func:`forecast.machine.cpu_label`: two 2-core "AMD EPYC" VMs of this project ran the roofline's fp32 GEMM
+    at 192 and 118 GFLOP/s)."""
+    from forecast.machine import cpu_label
 
-    The family, model and widest vector extension tell apart hosts that report one model name: two 2-core
-    "AMD EPYC" VMs of this project ran the roofline's fp32 GEMM at 192 and 118 GFLOP/s (2 threads)."""
-    model, details = platform.processor() or platform.machine(), []
-    try:
-        lines = cpuinfo.read_text().splitlines()
-    except OSError:
-        lines = []
-    fields = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in lines if ":" in line)}
-    model = fields.get("model name", model)
-    if "cpu family" in fields and "model" in fields:
-        details.append(f"family {fields['cpu family']} model {fields['model']}")
-    flags = (fields.get("flags") or fields.get("Features", "")).split()  # x86, ARM
-    vector = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("asimd", "NEON"))
-                   if flag in flags), None)
-    if vector:
-        details.append(vector)
-    label = f"{model} ({', '.join(details)})" if details else model
-    return f"{label}, {os.cpu_count()} cores, {platform.system()}"
+    return f"{cpu_label(cpuinfo)}, {os.cpu_count()} cores, {platform.system()}"
 
 
 def bf16_runs_natively(device: str) -> bool:
     """Whether bf16 autocast runs at speed on ``device`` (``cpu``, ``cuda``, ``cuda:1``): a GPU, or a CPU with bf16
-    instructions (:func:`forecast.training.cpu_has_bf16`). Elsewhere oneDNN emulates bf16: on this project's AVX2
+    instructions (:func:`forecast.machine.cpu_has_bf16`). Elsewhere oneDNN emulates bf16: on this project's AVX2
     host a 1,024-square product ran 136x slower than in fp32, so bf16 rows there take hours and measure the
     emulation, not the model."""
     if not device.startswith("cpu"):
         return True
-    from forecast.training import cpu_has_bf16  # Lightning's import, only where it is asked
+    from forecast.machine import cpu_has_bf16
 
     return cpu_has_bf16()
 

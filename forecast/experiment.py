@@ -41,8 +41,8 @@ from forecast.models import PARAMETER_FREE
 from forecast.predictor import WEIGHTS_FILE, Predictor
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
 from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results
-from forecast.training import (TrainingConfig, calibrate_on_validation, device_description, git_commit,
-                               load_checkpoint, test_windows)
+from forecast.machine import device_description
+from forecast.training import TrainingConfig, calibrate_on_validation, git_commit, load_checkpoint, test_windows
 
 __all__ = ["Experiment", "dataset_label", "row_key", "run_experiment", "run_name"]
 

@@ -15,7 +15,6 @@ import logging
 import math
 import os
 import pickle
-import platform
 import random
 import re
 import signal
@@ -43,6 +42,7 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 import forecast
 from forecast.checks import require_bool, require_choice, require_int, require_real
 from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.machine import cpu_has_bf16
 from forecast.models.base import ForecastModel
 from forecast.module import LOSSES, LR_SCHEDULES
 
@@ -448,15 +448,6 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     return trainer
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU runs bf16 matrix products natively (oneDNN's own check: AVX-512 or AMX on x86); True
-    where torch cannot say, so that no warning is made up."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return True
-
-
 def log_interval(train_batches: int, processes: int = 1, limit_train_batches: float | int | None = None,
                  default: int = 50) -> int:
     """Lightning's ``log_every_n_steps`` for an epoch of ``train_batches`` batches: at most one epoch.
@@ -691,14 +682,6 @@ def git_commit(default: str = "unknown", outputs: Sequence[str | os.PathLike] = 
     except (OSError, subprocess.CalledProcessError):
         return os.environ.get("FORECAST_COMMIT") or default
     return commit + ("-dirty" if dirty.strip() else "")
-
-
-def device_description(trainer: L.Trainer | None = None) -> str:
-    """A short machine description for results rows: accelerator, model name, cores."""
-    if torch.cuda.is_available() and (trainer is None or trainer.accelerator.__class__.__name__
-                                      .startswith("CUDA")):
-        return f"cuda:{torch.cuda.get_device_name(0)}"
-    return f"cpu:{platform.processor() or platform.machine()}x{os.cpu_count()}"
 
 
 @contextlib.contextmanager

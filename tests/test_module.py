@@ -230,18 +230,6 @@ def test_bf16_on_a_cpu_without_bf16_instructions_warns_once_with_the_fix(native,
         assert "Fix: leave precision unset (fp32)" in warnings[0]
 
 
-def test_cpu_has_bf16_is_onednns_answer_and_true_where_torch_cannot_say(monkeypatch):
-    from forecast.training import cpu_has_bf16
-
-    assert cpu_has_bf16() is bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-
-    def unavailable():
-        raise RuntimeError("no such operator")
-
-    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", unavailable)
-    assert cpu_has_bf16() is True
-
-
 def test_lightnings_loggers_progress_bar_and_callbacks_work_unchanged(tmp_path):
     """A plain Lightning Trainer with its CSV and TensorBoard loggers, its progress bar and a callback of
     the user's: each receives what the module logs (the one unit test that turns them on)."""
