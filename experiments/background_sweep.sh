@@ -8,8 +8,8 @@
 #   kill -TERM "$(cat ../runs/A.pid)"    # the same command resumes
 #
 # SIGTERM during training stops after the current step and checkpoints it; during validation (the end of an
-# epoch) it leaves the last periodic checkpoint (checkpoint_every_minutes, 10 in the grid's configs), so the
-# resumed run repeats up to that much training: stop a worker between its epoch's training steps if you can.
+# epoch), or a SIGKILL then, leaves the checkpoint written a step before it (forecast.training's
+# PreValidationCheckpoint, since 2026-11-27), so the resumed run repeats that one step and the validation.
 #
 # GRID_DIR (default ../runs) holds the worktree (wt-<commit>), the run folders (runs/), NAME.log and NAME.pid;
 # COMMIT (default HEAD) pins the code; PYTHON (default .venv/bin/python) has the package's dependencies. Rows go

@@ -156,9 +156,10 @@ class EpochLog(Callback):
 
     Each epoch logs its mean training loss (over windows), validation loss, learning rate and
     seconds, and marks a new best validation loss; early stopping logs why it stopped.
-    :meth:`frame` is the history, one row per epoch; it is saved in checkpoints, so a resumed
-    run keeps the epochs it trained before (an epoch resumed midway averages the steps after
-    the resume).
+    :meth:`frame` is the history, one row per epoch; it is saved in checkpoints with the running
+    epoch's sums, so a run resumed midway through an epoch keeps the epochs it trained before and
+    that epoch's loss over all its steps (its seconds: those before the checkpoint and since the
+    resume).
     """
 
     def __init__(self, timer: Callable[[], float] = time.perf_counter) -> None:
@@ -168,10 +169,17 @@ class EpochLog(Callback):
         self._loss_sum: float | torch.Tensor = 0.0
         self._windows = 0.0
         self._learning_rate = math.nan
+        self._resumed: dict[str, float] | None = None
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        # A run resumed mid-epoch gets no on_train_epoch_start for that epoch: its clock starts here.
+        # A run resumed mid-epoch gets no on_train_epoch_start for that epoch: its sums continue here. (Resumed
+        # at an epoch's end, on_train_epoch_start follows and starts the next epoch afresh.)
         self.on_train_epoch_start(trainer, pl_module)
+        if self._resumed is not None:
+            running, self._resumed = self._resumed, None
+            self._loss_sum, self._windows = running["loss_sum"], running["windows"]
+            self._learning_rate = running["learning_rate"]
+            self._started -= running["seconds"]
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._started, self._loss_sum, self._windows = self._timer(), 0.0, 0.0
@@ -215,10 +223,13 @@ class EpochLog(Callback):
         return pd.DataFrame(self.epochs, columns=["epoch", "train_loss", "val_loss", "learning_rate", "seconds"])
 
     def state_dict(self) -> dict[str, Any]:
-        return {"epochs": [dict(epoch) for epoch in self.epochs]}
+        running = {"loss_sum": float(self._loss_sum), "windows": self._windows, "learning_rate": self._learning_rate,
+                   "seconds": self._timer() - self._started}
+        return {"epochs": [dict(epoch) for epoch in self.epochs], "running": running}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.epochs = [dict(epoch) for epoch in state_dict.get("epochs", [])]
+        self._resumed = state_dict.get("running")  # absent in checkpoints written before it was kept
 
 
 def _numpy_state_to_torch(state: tuple) -> dict[str, Any]:
@@ -288,7 +299,8 @@ class SigtermCheckpoint(Callback):
     ``SIGTERMException``; without this the run would lose every step since its last
     periodic checkpoint.
     Only a stop between two training steps is saved: that state is the one the periodic
-    checkpoints hold. A stop during validation leaves ``last.ckpt`` as it is.
+    checkpoints hold. A stop during validation leaves ``last.ckpt`` as it is: the one
+    :class:`PreValidationCheckpoint` wrote a step before.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -298,6 +310,27 @@ class SigtermCheckpoint(Callback):
         if isinstance(exception, SIGTERMException) and trainer.training and not trainer.sanity_checking:
             trainer.save_checkpoint(self.path, weights_only=False)  # the full state: a checkpoint to resume
             log.info("stopped by SIGTERM after step %d; saved %s", trainer.global_step, self.path)
+
+
+class PreValidationCheckpoint(Callback):
+    """Writes ``last.ckpt`` one training step before each epoch's end, so that a run killed while it
+    validates (SIGKILL, or SIGTERM, which :class:`SigtermCheckpoint` cannot save then) redoes that one
+    step instead of everything since its last periodic checkpoint. The validation of a long horizon's
+    windows takes minutes on a CPU (ETTm2 720's 10,801: about a third of an epoch of the grid's runs).
+
+    Not after the last step itself: Lightning 2.6 resumes a checkpoint saved there as an epoch whose
+    training is done and skips that epoch's validation, with its early-stopping and best-checkpoint
+    decisions. From the step before, the resumed run trains the last step and validates as usual.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        batches = trainer.num_training_batches
+        if math.isfinite(batches) and batches >= 2 and batch_idx == batches - 2:
+            trainer.save_checkpoint(self.path, weights_only=False)
 
 
 class RunCheckpoint(ModelCheckpoint):
@@ -371,7 +404,8 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     the global random states (:class:`RandomStateCheckpoint`) and the training loader's
     position, so a killed run resumed from ``last.ckpt`` continues as if uninterrupted. A
     run stopped by SIGTERM also writes ``last.ckpt`` at the step it stopped after
-    (:class:`SigtermCheckpoint`).
+    (:class:`SigtermCheckpoint`), and every epoch writes it once more a step before its
+    validation (:class:`PreValidationCheckpoint`).
     Every epoch logs one INFO line and adds a row to the history (:class:`EpochLog`).
     The curves go to ``run_dir/lightning_logs/version_N/metrics.csv`` (pass ``logger=`` for
     another). Without ``run_dir`` nothing is written (no checkpoints, no logs): for tests and
@@ -406,6 +440,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
                 callbacks.append(RunCheckpoint(dirpath=directory, save_top_k=0, save_last=True,
                                                enable_version_counter=False, **{trigger: every}))
         callbacks.append(RandomStateCheckpoint())
+        callbacks.append(PreValidationCheckpoint(directory / "last.ckpt"))
         callbacks.append(SigtermCheckpoint(directory / "last.ckpt"))
     options: dict[str, Any] = dict(
         max_epochs=config.max_epochs,

@@ -147,6 +147,8 @@ def killed(tmp_path_factory) -> dict:
     kill = ["--kill-at-step", str(KILL_AT_STEP)]
     commands = {
         "api": [*kill, "api", str(csv), str(root / "api"), json.dumps(api_options)],
+        "validating": ["--kill-at-step", str(STEPS_PER_EPOCH), "--in-validation", "api", str(csv),
+                       str(root / "validating"), json.dumps({**api_options, "checkpoint_every_n_steps": None})],
         "sweep": [*kill, "sweep", str(root / "sweep_results"), str(root / "sweep_runs"), *map(str, configs)],
         "append": ["append", str(results_csv), json.dumps(dict(finished_row, seed=1))],
     }
@@ -180,6 +182,28 @@ def test_api_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(killed):
     assert_same_tensors(checkpoint_state(run_dir / "model.pt"), checkpoint_state(root / "api_reference" / "model.pt"))
     pd.testing.assert_frame_equal(resumed.evaluate(detail=True), reference.evaluate(detail=True), check_exact=True)
     pd.testing.assert_frame_equal(resumed.predict(), reference.predict(), check_exact=True)
+
+
+def test_a_run_killed_while_it_validates_redoes_one_step_and_reaches_the_uninterrupted_weights(killed):
+    """The epoch's last checkpoint was written a step before its validation (PreValidationCheckpoint), not at
+    the last step, which Lightning would resume without validating: the resumed run trains that step,
+    validates epoch 0 (its early stopping and best checkpoint see it) and ends as the uninterrupted run."""
+    root, options = killed["root"], dict(killed["api_options"], checkpoint_every_n_steps=None)
+    run_dir = root / "validating"
+    saved = checkpoint_state(last_checkpoint(run_dir))
+    assert saved["global_step"] == STEPS_PER_EPOCH - 1 and saved["epoch"] == 0
+    assert not list((run_dir / "checkpoints").glob("best-*.ckpt"))  # epoch 0 never finished validating
+
+    model = options.pop("model")
+    resumed = Forecaster(model, **options).fit(killed["csv"], run_dir=run_dir)
+    reference = Forecaster(model, **options).fit(killed["csv"], run_dir=root / "validating_reference")
+    final, expected = (checkpoint_state(last_checkpoint(path)) for path in (run_dir, root / "validating_reference"))
+    assert final["global_step"] == expected["global_step"] == 2 * STEPS_PER_EPOCH
+    assert_same_tensors(final["state_dict"], expected["state_dict"], "state_dict")
+    assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
+    pd.testing.assert_frame_equal(resumed.history, reference.history.assign(seconds=resumed.history["seconds"]),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(resumed.evaluate(), reference.evaluate(), check_exact=True)
 
 
 @pytest.fixture(scope="module")
@@ -287,20 +311,39 @@ def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_same_row
     assert_same_tensors(final["optimizer_states"], expected["optimizer_states"], "optimizer_states")
 
 
-def test_epoch_log_times_an_epoch_resumed_midway_from_the_resume():
-    """Lightning calls no on_train_epoch_start for the epoch a run resumes in the middle of."""
+def test_epoch_log_continues_an_epoch_resumed_midway_with_its_loss_and_seconds_before_the_checkpoint():
+    """Lightning calls no on_train_epoch_start for the epoch a run resumes in the middle of: the checkpoint's
+    running sums carry the steps before it (and a checkpoint without them, from older code, starts afresh)."""
     from types import SimpleNamespace
 
     now = [5000.0]  # the process's clock, long past zero
-    log = EpochLog(timer=lambda: now[0])
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.25)
     trainer = SimpleNamespace(optimizers=[optimizer], callback_metrics={"val_loss": torch.tensor(0.5)},
                               current_epoch=1, is_global_zero=True)
+    before = EpochLog(timer=lambda: now[0])
+    before.on_train_epoch_start(trainer, None)
+    now[0] += 3.0
+    before.on_train_batch_end(trainer, None, {"loss": torch.tensor(1.0)}, {"x": torch.zeros(4, 3, 1)}, 0)
+    state = before.state_dict()  # the checkpoint, 3 s and 4 windows into epoch 1; then the process dies
+
+    optimizer.param_groups[0]["lr"] = 0.125  # what the epoch's own rate was is the checkpoint's to say
+    now[0] += 100.0  # the restart
+    for saved, expected in ((state, [1, 1.5, 0.5, 0.25, 10.0]), ({"epochs": []}, [1, 2.0, 0.5, 0.125, 7.0])):
+        log = EpochLog(timer=lambda: now[0])
+        log.load_state_dict(saved)
+        log.on_train_start(trainer, None)
+        now[0] += 7.0
+        log.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, {"x": torch.zeros(4, 3, 1)}, 0)
+        log.on_train_epoch_end(trainer, None)
+        assert log.frame().iloc[0].tolist() == expected
+    # resumed at an epoch's end, the next epoch starts afresh
+    log = EpochLog(timer=lambda: now[0])
+    log.load_state_dict(state)
     log.on_train_start(trainer, None)
-    now[0] += 7.0
+    log.on_train_epoch_start(trainer, None)
     log.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, {"x": torch.zeros(4, 3, 1)}, 0)
     log.on_train_epoch_end(trainer, None)
-    assert log.frame().iloc[0].tolist() == [1, 2.0, 0.5, 0.25, 7.0]
+    assert log.frame().iloc[0].tolist() == [1, 2.0, 0.5, 0.125, 0.0]
 
 
 def test_the_train_timer_keeps_the_time_before_a_mid_epoch_checkpoint(monkeypatch):

@@ -10,7 +10,8 @@ when the machine's out-of-memory killer or a scheduler ends a job. It happens at
 of training step N, before any checkpoint of that step is written (Lightning runs
 checkpoint callbacks after the others), so the run loses the progress since its last
 checkpoint. ``--signal TERM`` sends SIGTERM instead: Lightning finishes that step and stops,
-as when a scheduler or a session ends a job. Without ``--kill-at-step`` the run is not killed.
+as when a scheduler or a session ends a job. Without ``--kill-at-step`` the run is not killed. With ``--in-validation`` (api mode) the kill
+comes in the first validation batch after step N, the last step of an epoch.
 """
 
 from __future__ import annotations
@@ -26,14 +27,18 @@ def die(kill_signal: signal.Signals = signal.SIGKILL) -> None:
     os.kill(os.getpid(), kill_signal)
 
 
-def kill_callback(step: int | None, kill_signal: signal.Signals) -> list:
+def kill_callback(step: int | None, kill_signal: signal.Signals, in_validation: bool = False) -> list:
     if step is None:
         return []
     from lightning.pytorch.callbacks import Callback
 
     class KillAtStep(Callback):
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-            if trainer.global_step == step:
+            if trainer.global_step == step and not in_validation:
+                die(kill_signal)
+
+        def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+            if in_validation and trainer.global_step == step and not trainer.sanity_checking:
                 die(kill_signal)
 
     return [KillAtStep()]
@@ -44,7 +49,7 @@ def run_api(args: argparse.Namespace) -> None:
 
     options = json.loads(args.options)
     model = options.pop("model")
-    killer = kill_callback(args.kill_at_step, args.kill_signal)
+    killer = kill_callback(args.kill_at_step, args.kill_signal, args.in_validation)
     Forecaster(model, **options, callbacks=killer).fit(args.csv, run_dir=args.run_dir)
 
 
@@ -90,6 +95,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kill-at-step", type=int, default=None)
     parser.add_argument("--signal", choices=["KILL", "TERM"], default="KILL")
+    parser.add_argument("--in-validation", action="store_true",
+                        help="kill in the validation after step N (the last step of an epoch), not at the step")
     modes = parser.add_subparsers(dest="mode", required=True)
     api = modes.add_parser("api")
     api.add_argument("csv")
