@@ -11,7 +11,8 @@ import torch
 from forecast import machine
 from forecast.machine import cpu_has_bf16, cpu_label, device_description
 
-_CPUINFO = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n"
+_CPUINFO = ("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\n"
+            "flags\t\t: {flags}\n")
 
 
 def test_the_cpu_label_names_the_family_model_and_vector_extension(tmp_path):
@@ -26,7 +27,7 @@ def test_the_cpu_label_names_the_family_model_and_vector_extension(tmp_path):
     assert cpu_label(tmp_path / "absent") == (platform.processor() or platform.machine())  # no /proc (macOS)
 
 
-def test_results_rows_name_the_cpu_and_its_cores_or_the_gpu_a_trainer_uses(monkeypatch, tmp_path):
+def test_results_rows_name_the_cpu_and_its_cores_or_the_gpu_a_trainer_uses(monkeypatch):
     monkeypatch.setattr(machine, "cpu_label", lambda: "AMD EPYC (family 25 model 1, AVX2)")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert device_description() == f"cpu:AMD EPYC (family 25 model 1, AVX2) x{os.cpu_count()}"

@@ -10,8 +10,9 @@ when the machine's out-of-memory killer or a scheduler ends a job. It happens at
 of training step N, before any checkpoint of that step is written (Lightning runs
 checkpoint callbacks after the others), so the run loses the progress since its last
 checkpoint. ``--signal TERM`` sends SIGTERM instead: Lightning finishes that step and stops,
-as when a scheduler or a session ends a job. Without ``--kill-at-step`` the run is not killed. With ``--in-validation`` (api mode) the kill
-comes in the first validation batch after step N, the last step of an epoch.
+as when a scheduler or a session ends a job. Without ``--kill-at-step`` the run is not killed. With
+``--in-validation`` (api mode) the kill comes in the first validation batch after step N, the last step
+of an epoch.
 """
 
 from __future__ import annotations
