@@ -15,7 +15,7 @@ import resource
 import shlex
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,11 +146,13 @@ def bf16_runs_natively(device: str) -> bool:
     return cpu_has_bf16()
 
 
-def by_default(names: Sequence[str], precision: Any, device: str, what: str) -> list[str]:
-    """The default ``names`` (variants or precisions) to measure on ``device``: without those whose
-    ``precision(name)`` is bf16 where bf16 is emulated (said on stdout). Names given on the command line are
-    not passed through here: they always run."""
-    kept = [name for name in names if precision(name) != "bf16" or bf16_runs_natively(device)]
+def by_default(device: str, what: str, names: Sequence[str] = ("fp32", "bf16"),
+               precision: Callable[[str], str] = str) -> list[str]:
+    """The default ``names`` (precisions, or variants whose ``precision(name)`` says theirs) to measure on
+    ``device``: without the bf16 ones where bf16 is emulated (said on stdout). Names given on the command line
+    are not passed through here: they always run."""
+    native = bf16_runs_natively(device)
+    kept = [name for name in names if native or precision(name) != "bf16"]
     if len(kept) < len(names):
         skipped = ", ".join(name for name in names if name not in kept)
         print(f"{what}: {skipped} left out by default, as this CPU emulates bf16 (name them to run them anyway)",

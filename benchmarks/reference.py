@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     allocator = use_allocator(args.allocator)
     sources = reference_sources(args.informer2020)
-    precisions = args.precisions or by_default(["fp32", "bf16"], str, "cpu", "precisions")
+    precisions = args.precisions or by_default("cpu", "precisions")
     rows = []
     for threads in args.threads:
         for precision in precisions:

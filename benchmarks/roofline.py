@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     gemm_size = args.gemm_size or (8192 if device.type == "cuda" else 2048)
     output = args.output or RESULTS / f"roofline_{device.type}.csv"
-    precisions = args.precisions or by_default(["fp32", "bf16"], str, device.type, "precisions")
+    precisions = args.precisions or by_default(device.type, "precisions")
     rows = []
     for name, size, options in CASES:
         if name not in args.models or (args.sizes and size not in args.sizes):

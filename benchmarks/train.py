@@ -712,18 +712,17 @@ def plan(args: argparse.Namespace, setting: Setting) -> list[dict[str, Any]]:
         variants = args.loader_variants or [*DEFAULT_LOADER_VARIANTS, *(["pinned"] if setting.device != "cpu" else [])]
         groups.append({**base, "kind": "loader", "variants": list(variants), "epochs": args.loader_epochs})
     if "profile" in args.kinds:
-        profile_precisions = args.profile_precisions or by_default(["fp32", "bf16"], str, setting.device,
-                                                                   "--profile-precisions")
+        profile_precisions = args.profile_precisions or by_default(setting.device, "--profile-precisions")
     if "infer" in args.kinds:
-        infer_variants = args.infer_variants or by_default(["fp32", "bf16"], str, setting.device, "--infer-variants")
+        infer_variants = args.infer_variants or by_default(setting.device, "--infer-variants")
     for model in args.models:
         if "profile" in args.kinds:
             groups.append({**base, "kind": "profile", "model": model, "precisions": profile_precisions,
                            "steps": args.profile_steps, "top": args.profile_top})
         if "train" in args.kinds:
-            variants = args.variants or by_default(DEFAULT_TRAIN_VARIANTS[model],
-                                                   lambda name: TRAIN_VARIANTS[name].precision, setting.device,
-                                                   f"{model} --variants")
+            variants = args.variants or by_default(setting.device, f"{model} --variants",
+                                                   DEFAULT_TRAIN_VARIANTS[model],
+                                                   lambda name: TRAIN_VARIANTS[name].precision)
             groups.append({**base, "kind": "train", "model": model, "variants": list(variants),
                            "warmup": args.warmup, "compile_warmup": args.compile_warmup, "steps": args.steps,
                            "min_steps": args.min_steps, "budget": args.train_budget})
