@@ -19,7 +19,8 @@ Two recipes:
   network's correction to RevIN's centre that is kept and a Gaussian head's scale, both fitted
   on the validation windows (``calibrate_correction``, ``calibrate_scale``). The share is kept only
   where the whole forecast beats the centre there by a one-sided Diebold-Mariano test at 5%
-  (``correction_significance``), none otherwise.
+  (``correction_significance``), none otherwise; where the validation windows are one stretch, on
+  the longest prefix of the horizon that the validation period holds twice.
 
 Options given explicitly always win over the recipe's. A run's identity (results key,
 run folder) holds the recipe's name, the model options after the recipe is applied, every

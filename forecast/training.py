@@ -21,7 +21,7 @@ import signal
 import subprocess
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -71,8 +71,11 @@ class TrainingConfig:
     fits how much of its network's correction to the window's centre to keep, by least squares on
     the validation windows (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`);
     with ``correction_significance`` (e.g. 0.05) it keeps that share only when the whole forecast beats
-    the centre there by a one-sided Diebold-Mariano test at that level, and none otherwise (without
-    ``calibrate_correction`` nothing is fitted and nothing is tested, so a recipe's level can stay).
+    the centre there by a one-sided Diebold-Mariano test at that level, and none otherwise; where the
+    validation windows are one stretch (no more of them than the horizon's steps) the test is made on
+    the longest prefix of the horizon that the validation period holds twice
+    (:meth:`~forecast.data.WindowDataModule.val_prefix_dataloader`). Without ``calibrate_correction``
+    nothing is fitted and nothing is tested, so a recipe's level can stay.
     ``calibrate_scale``: then a model that can (``model.calibratable``) fits its predictive scale
     on them. Both are :func:`calibrate_on_validation`; the ``improved`` recipe turns both on.
     """
@@ -552,18 +555,22 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
         return
     device = next(model.parameters()).device
 
-    def batches() -> Iterator[dict[str, torch.Tensor]]:
-        return ({name: tensor.to(device) for name, tensor in batch.items()} for batch in datamodule.val_dataloader())
+    def batches(loader: Iterable[dict[str, torch.Tensor]]) -> Iterator[dict[str, torch.Tensor]]:
+        return ({name: tensor.to(device) for name, tensor in batch.items()} for batch in loader)
 
     was_training = model.training
     model.eval()
     try:
         if correct:
+            prefix = datamodule.val_prefix_dataloader() if config.correction_significance is not None else None
+            kept = model.fit_correction_weight(
+                batches(datamodule.val_dataloader()), config.correction_significance,
+                prefix=None if prefix is None else (prefix.dataset.target_len, batches(prefix)))
             log.info("kept %.3f of the network's correction to the window's centre, fitted on the validation "
-                     "windows", model.fit_correction_weight(batches(), config.correction_significance))
+                     "windows", kept)
         if scale:
             log.info("calibrated the predictive scale on the validation windows: x%.3f",
-                     model.calibrate_scale(batches()))
+                     model.calibrate_scale(batches(datamodule.val_dataloader())))
     finally:
         model.train(was_training)
 

@@ -235,6 +235,35 @@ def test_eval_loaders_serve_every_window_once_in_order():
         torch.testing.assert_close(served["x"], expected, rtol=0, atol=0)
 
 
+def test_a_validation_period_shorter_than_two_horizons_gets_the_windows_of_its_longest_testable_prefix():
+    """200 rows split 70/10/20: 20 validation rows. A horizon of 4 fits 17 windows, more than 4: None. A horizon
+    of 12 fits 9, one stretch: the prefix of 10 steps fits 11 windows, more than 10, each cut there."""
+    assert make_module(pred_len=4).val_prefix_dataloader() is None
+    dm = make_module(pred_len=12, batch_size=4)
+    start, end = dm.borders["val"]
+    owned, val = end - start - dm.config.seq_len, dm.dataset("val")
+    assert owned == 20 and len(val) == 9
+    prefix = dm.val_prefix_dataloader()
+    windows = prefix.dataset
+    assert windows.target_len == 10 and len(windows) == 11 > windows.target_len
+    served = stack(prefix)  # every window once, in order
+    assert served["y"].shape == (11, 6 + 10, 3) and served["y_mark"].shape == (11, 6 + 12, 4)
+    # Every value is one of the validation period's: the windows it shares with the validation windows are theirs,
+    # cut; the test period's values are not in the windows at all (NaN), only the calendar of its dates.
+    assert not torch.isnan(served["x"]).any() and not torch.isnan(served["y"]).any()
+    assert torch.isnan(windows.values[end - start:]).all()
+    for i in range(len(val)):
+        torch.testing.assert_close(windows[i]["x"], val[i]["x"], rtol=0, atol=0)
+        torch.testing.assert_close(windows[i]["y"], val[i]["y"][: 6 + 10], rtol=0, atol=0)
+    test = dm.dataset("test")  # its first row is the validation period's end less seq_len
+    overhang = windows.marks[end - start:]  # [T' - (end - start), F]: the test period's first dates
+    torch.testing.assert_close(overhang, test.marks[dm.config.seq_len: dm.config.seq_len + len(overhang)],
+                               rtol=0, atol=0)
+    # A single validation row holds one window of one step, and no shorter prefix: nothing to test.
+    single = make_module(pred_len=1, split=(150, 151, 200))
+    assert len(single.dataset("val")) == 1 and single.val_prefix_dataloader() is None
+
+
 def test_predict_split_is_configurable():
     dm = make_module(predict_split="val")
     assert len(stack(dm.predict_dataloader())["x"]) == dm.split_sizes["val"]

@@ -20,27 +20,31 @@ from forecast.errors import ConfigError
     seq_len=st.integers(min_value=1, max_value=20),
     label_frac=st.floats(min_value=0, max_value=1),
     pred_len=st.integers(min_value=1, max_value=20),
+    target_frac=st.one_of(st.none(), st.floats(min_value=0, max_value=1)),
 )
-def test_items_are_the_designed_slices(n_rows, n_vars, n_feats, seq_len, label_frac, pred_len):
+def test_items_are_the_designed_slices(n_rows, n_vars, n_feats, seq_len, label_frac, pred_len, target_frac):
+    """``target_len`` (None: the whole horizon) cuts ``y`` to the horizon's first steps, never the marks."""
     label_len = int(label_frac * seq_len)
+    target_len = None if target_frac is None else max(1, round(target_frac * pred_len))
     values = np.random.default_rng(0).normal(size=(n_rows, n_vars))  # [T, C]
     marks = np.arange(n_rows * n_feats, dtype=np.float64).reshape(n_rows, n_feats)  # [T, F]
-    dataset = WindowDataset(values, marks, seq_len, label_len, pred_len)
+    dataset = WindowDataset(values, marks, seq_len, label_len, pred_len, target_len=target_len)
     assert len(dataset) == max(n_rows - seq_len - pred_len + 1, 0)
+    scored = pred_len if target_len is None else target_len
     for i in range(len(dataset)):
         item = dataset[i]
         assert tuple(item) == ITEM_KEYS
         y_rows = slice(i + seq_len - label_len, i + seq_len + pred_len)
         expected = {
             "x": values[i : i + seq_len],
-            "y": values[y_rows],
+            "y": values[i + seq_len - label_len : i + seq_len + scored],
             "x_mark": marks[i : i + seq_len],
             "y_mark": marks[y_rows],
         }
         for key, array in expected.items():
             assert item[key].dtype == torch.float32
             np.testing.assert_array_equal(item[key].numpy(), array.astype(np.float32))
-        assert item["y"].shape == (label_len + pred_len, n_vars)
+        assert item["y"].shape == (label_len + scored, n_vars)
     with pytest.raises(IndexError):
         dataset[len(dataset)]
 
@@ -76,6 +80,12 @@ def test_the_last_window_ends_on_the_last_row():
 def test_bad_arrays_or_sizes_raise_config_error(values, marks, sizes, match):
     with pytest.raises(ConfigError, match=match):
         WindowDataset(values, marks, *sizes)
+
+
+@pytest.mark.parametrize("target_len", [0, 3])
+def test_a_target_longer_than_the_horizon_or_empty_raises_config_error(target_len):
+    with pytest.raises(ConfigError, match="target_len"):
+        WindowDataset(np.zeros((10, 2)), np.zeros((10, 1)), 3, 1, 2, target_len=target_len)
 
 
 def test_windows_at_given_starts_carry_their_series_known_rows_and_static_codes():

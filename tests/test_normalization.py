@@ -457,6 +457,46 @@ def test_a_tested_correction_is_kept_only_where_the_whole_forecast_beats_the_cen
     assert net.fit_correction_weight(unhelpful[:2], significance=0.05) == pytest.approx(0.1, abs=1e-4)
 
 
+def horizon_prefix(windows: dict[str, torch.Tensor], steps: int, s: DataSpec) -> dict[str, torch.Tensor]:
+    """The windows with ``y`` cut to the horizon's first ``steps`` (the marks still cover all of it)."""
+    return {**windows, "y": windows["y"][:, : s.label_len + steps]}
+
+
+def never_read():
+    raise AssertionError("the prefix windows were read")
+    yield
+
+
+@pytest.mark.parametrize("name, options", CORRECTABLE[:1] + CORRECTABLE[-1:], ids=str)
+def test_windows_too_few_to_test_are_tested_on_the_prefix_windows(name, options):
+    """Eight windows of eight steps are one stretch: the test is made on the prefix windows (twelve windows, their
+    first four steps) instead. The share stays the least-squares one of the whole horizon's windows; the prefix
+    decides only whether it is kept."""
+    s = spec("MS")
+    net = correctable(name, s, **options)
+    helpful = [correction_batch(net, s, 0.8, seed) for seed in (0, 1, 2)]
+    unhelpful = [correction_batch(net, s, 0.1, seed) for seed in (0, 1, 2)]
+
+    def prefix(windows):
+        return 4, [horizon_prefix(w, 4, s) for w in windows]
+
+    assert net.fit_correction_weight(unhelpful[:2], 0.05, prefix=prefix(unhelpful)) == 0.0
+    assert net.fit_correction_weight(unhelpful[:2], 0.05, prefix=prefix(helpful)) == pytest.approx(0.1, abs=1e-4)
+    assert net.fit_correction_weight(helpful[:2], 0.05, prefix=prefix(unhelpful)) == 0.0
+    assert net.fit_correction_weight(helpful[:2], 0.05, prefix=prefix(helpful)) == pytest.approx(0.8, abs=1e-4)
+    # Windows that can be tested are, and without a significance nothing is: the prefix is not read.
+    assert net.fit_correction_weight(helpful, 0.05, prefix=(4, never_read())) == pytest.approx(0.8, abs=1e-4)
+    assert net.fit_correction_weight(unhelpful[:2], prefix=(4, never_read())) == pytest.approx(0.1, abs=1e-4)
+    # The prefix windows' terms are those of the horizon's first four steps.
+    windows = helpful[0]
+    center, correction = net.center_and_correction(windows["x"], windows["x_mark"], windows["y_mark"])
+    miss = windows["y"][:, s.label_len: s.label_len + 4, -s.c_out:] - center[:, :4]  # [B, 4, C_out]
+    cross, square, base = net.correction_terms([horizon_prefix(windows, 4, s)])
+    torch.testing.assert_close(cross, (correction[:, :4] * miss).sum(dim=(1, 2), dtype=torch.float64))
+    torch.testing.assert_close(square, correction[:, :4].square().sum(dim=(1, 2), dtype=torch.float64))
+    torch.testing.assert_close(base, miss.square().sum(dim=(1, 2), dtype=torch.float64))
+
+
 def test_the_diebold_mariano_statistic_is_the_mean_over_its_newey_west_standard_error():
     from forecast.models.base import diebold_mariano
 

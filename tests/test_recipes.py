@@ -205,3 +205,41 @@ def test_calibration_skips_a_model_without_a_fitted_scale_instead_of_failing_aft
                   build_model("seasonal_naive", spec, season_length=4),
                   build_model("dlinear", spec)):
         assert calibrate_on_validation(model, NoWindows(), config) is None
+
+
+@pytest.mark.parametrize("pred_len, prefix_steps", [(4, None), (12, 10)])
+def test_the_recipe_tests_the_correction_on_the_prefix_windows_where_the_validation_windows_are_one_stretch(
+        pred_len, prefix_steps, caplog):
+    """200 rows, 20 of them validation ones: 17 windows of 4 steps are tested themselves; 9 windows of 12 steps
+    are one stretch, so the recipe tests the longest prefix the period holds twice (10 steps, 11 windows)."""
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    from forecast.data import WindowDataModule
+    from forecast.models import DataSpec, build_model
+    from forecast.models.base import kept_share
+    from forecast.training import calibrate_on_validation
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=200, freq="h"),
+                          **{name: rng.normal(size=200).cumsum() for name in ("a", "b", "OT")}})
+    dm = WindowDataModule(frame, seq_len=12, label_len=6, pred_len=pred_len, batch_size=4, target="OT")
+    dm.setup()
+    model = build_model("dlinear", DataSpec.from_fitted(dm.fitted), revin=True, revin_center="mean").eval()
+    with torch.no_grad():  # the network forecasts the last value, a correction to the mean that a random walk pays
+        for part in (model.seasonal, model.trend):
+            for linear in part.maps:
+                linear.weight.zero_()[:, -1] = 1.0
+                linear.bias.zero_()
+    config = TrainingConfig(calibrate_correction=True, correction_significance=0.05)
+    cross, square, _ = model.correction_terms(dm.val_dataloader())
+    prefix = dm.val_prefix_dataloader()
+    assert (prefix is None) == (prefix_steps is None)
+    tested = None if prefix is None else (*model.correction_terms(prefix)[:2], prefix_steps)
+    expected, test = kept_share(cross, square, pred_len, 0.05, tested=tested)
+    assert test is not None  # a test was made, on the windows or on the prefix
+    with caplog.at_level("INFO", logger="forecast"):
+        calibrate_on_validation(model, dm, config)
+    assert model.correction_kept == pytest.approx(expected)
+    assert "too few to test" not in caplog.text

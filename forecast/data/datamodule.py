@@ -489,10 +489,10 @@ class WindowDataModule(L.LightningDataModule):
 
     # --------------------------------------------------------------- dataloaders
 
-    def _loader(self, split: str, *, train: bool) -> DataLoader:
+    def _loader(self, split: str, *, train: bool, windows: WindowDataset | None = None) -> DataLoader:
         replicas, rank = trainer_processes(getattr(self, "trainer", None))
-        return window_loader(self.dataset(split), self.config, train=train, split=split, num_replicas=replicas,
-                             rank=rank)
+        return window_loader(self.dataset(split) if windows is None else windows, self.config, train=train,
+                             split=split, num_replicas=replicas, rank=rank)
 
     def train_dataloader(self) -> DataLoader:
         """Shuffled per epoch from ``seed`` and the epoch number, sharded across DDP processes,
@@ -502,6 +502,34 @@ class WindowDataModule(L.LightningDataModule):
     def val_dataloader(self) -> DataLoader:
         """Every val window once, in order; under DDP each process takes every W-th window, unpadded."""
         return self._loader("val", train=False)
+
+    def val_prefix_dataloader(self) -> DataLoader | None:
+        """Windows that test a forecast on the validation period when its windows cannot: ``None`` where they
+        hold two disjoint horizons (more windows than ``pred_len``), else the windows of the longest prefix
+        of the horizon that the period holds twice, ``steps = V // 2`` of its ``V`` rows.
+
+        Fewer windows than ``pred_len`` span one stretch of the validation rows, which no test can weigh
+        (:func:`~forecast.models.base.correction_test`); its first ``steps`` steps fit in ``V - steps + 1 >
+        steps`` windows. Each starts as a validation window does, and its ``y`` holds ``label_len + steps``
+        rows, all inside the validation period: the values after it (the test period's) are not in these
+        windows at all, only the calendar marks of their dates, which the forecast's ``y_mark`` needs. In
+        order, every window once. A panel gets ``None`` (its windows are pooled over the series)."""
+        prepared, cfg = self._state(), self.config
+        if self.is_panel or len(prepared.datasets["val"]) > cfg.pred_len:
+            return None
+        start, end = prepared.borders["val"]
+        owned = end - start - cfg.seq_len
+        steps = owned // 2
+        if steps < 1:
+            return None
+        reach = end + cfg.pred_len - steps  # the last window's forecast ends here, inside the test rows
+        series = prepared.series
+        values = np.full((reach - start, self.c_in), np.nan, dtype=np.float32)  # [T', C]: NaN after the period
+        values[: end - start] = prepared.datasets["val"].values.numpy()
+        marks = time_features(series.dates[start:reach], series.freq, cfg.time_encoding)  # [T', F]
+        windows = WindowDataset(values, marks, cfg.seq_len, cfg.label_len, cfg.pred_len,
+                                starts=np.arange(owned - steps + 1), target_len=steps)
+        return self._loader("val", train=False, windows=windows)
 
     def test_dataloader(self) -> DataLoader:
         """The ``test_split`` windows (test by default), every one once, in order, as ``val_dataloader``."""

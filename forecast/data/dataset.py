@@ -7,6 +7,10 @@ time-feature rows, and there are ``T - L - P + 1`` windows.
 A panel (many series) stores every series' rows back to back and names each window's first
 row and series (``starts``, ``series``), so no window crosses two series
 (:func:`~forecast.data.panel.panel_windows` draws them).
+
+``target_len`` cuts ``y`` to the first steps of the horizon while the marks still cover all of it:
+windows that reach past the rows a split may read, scored on the part that lies inside
+(:meth:`~forecast.data.WindowDataModule.val_prefix_dataloader`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ class WindowDataset(Dataset):
 
     ``starts [N]``: the first row of each window; ``series [N]``: its series, indexing the rows
     of ``static [N_series, S]``. The caller keeps windows inside their series.
+
+    ``target_len`` (default ``pred_len``): ``y`` holds ``label_len + target_len`` rows, the first
+    ``target_len`` steps of the horizon, while ``y_mark`` and ``y_known`` (model inputs) cover all
+    ``pred_len``: the values after a window's ``target_len`` steps are never read.
     """
 
     def __init__(
@@ -61,6 +69,7 @@ class WindowDataset(Dataset):
         starts: np.ndarray | torch.Tensor | None = None,
         series: np.ndarray | torch.Tensor | None = None,
         static: np.ndarray | torch.Tensor | None = None,
+        target_len: int | None = None,
     ) -> None:
         self.values = _as_float_matrix(values, "values")  # [T, C]
         self.marks = _as_float_matrix(marks, "marks")  # [T, F]
@@ -77,9 +86,13 @@ class WindowDataset(Dataset):
                 f"WindowDataset: seq_len={seq_len}, label_len={label_len}, pred_len={pred_len}; "
                 "need seq_len >= 1, pred_len >= 1 and 0 <= label_len <= seq_len."
             )
+        target_len = pred_len if target_len is None else target_len
+        if not 1 <= target_len <= pred_len:
+            raise ConfigError(f"WindowDataset: target_len={target_len}; need 1 <= target_len <= pred_len={pred_len}.")
         self.seq_len = seq_len
         self.label_len = label_len
         self.pred_len = pred_len
+        self.target_len = target_len
         span = seq_len + pred_len
         default_starts = np.arange(max(rows - span + 1, 0))
         self.starts = _as_index(starts if starts is not None else default_starts, "starts", 1)  # [N]
@@ -107,9 +120,10 @@ class WindowDataset(Dataset):
         x_end = start + self.seq_len
         y_start = x_end - self.label_len
         y_end = x_end + self.pred_len
+        target_end = x_end + self.target_len
         return {
             "x": self.values[start:x_end],  # [L, C]
-            "y": self.values[y_start:y_end],  # [label_len+P, C]
+            "y": self.values[y_start:target_end],  # [label_len+target_len, C]
             "x_mark": self.marks[start:x_end],  # [L, F]
             "y_mark": self.marks[y_start:y_end],  # [label_len+P, F]
             "x_known": self.known[start:x_end],  # [L, K]

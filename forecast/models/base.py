@@ -226,16 +226,17 @@ def correction_test(cross: Tensor, square: Tensor, horizon: int, significance: f
     return statistic, diebold_mariano_critical_value(len(cross), lag, significance)
 
 
-def kept_share(cross: Tensor, square: Tensor, horizon: int, significance: float | None = None
-               ) -> tuple[float, tuple[float, float] | None]:
+def kept_share(cross: Tensor, square: Tensor, horizon: int, significance: float | None = None, *,
+               tested: tuple[Tensor, Tensor, int] | None = None) -> tuple[float, tuple[float, float] | None]:
     """The share of the correction kept (:meth:`ForecastModel.fit_correction_weight`'s rule) and the
     :func:`correction_test` behind it: the least-squares share, or none of it where ``significance`` is given and
-    the test does not find the whole forecast better. The test is ``None`` where it was not made (no significance,
-    a share of 0 already, or too few windows, where the least-squares share stands)."""
+    the test does not find the whole forecast better. The test is made on ``tested`` (the terms of other windows
+    and the steps they score) where given, else on these windows; it is ``None`` where it was not made (no
+    significance, a share of 0 already, or too few windows, where the least-squares share stands)."""
     fitted = least_squares_share(cross, square)
     if significance is None or fitted == 0:
         return fitted, None
-    test = correction_test(cross, square, horizon, significance)
+    test = correction_test(*(tested if tested is not None else (cross, square, horizon)), significance)
     return (0.0 if test is not None and not test[0] > test[1] else fitted), test
 
 
@@ -316,8 +317,8 @@ class ForecastModel(nn.Module):
         return False
 
     @torch.no_grad()
-    def fit_correction_weight(self, batches: Iterable[Mapping[str, Tensor]], significance: float | None = None
-                              ) -> float:
+    def fit_correction_weight(self, batches: Iterable[Mapping[str, Tensor]], significance: float | None = None,
+                              prefix: tuple[int, Iterable[Mapping[str, Tensor]]] | None = None) -> float:
         """Fit ``revin.correction_weight``, the share of the network's correction kept, on ``batches``
         (held-out windows in time order, never test ones); returns it.
 
@@ -333,18 +334,27 @@ class ForecastModel(nn.Module):
         are correlated; critical value from :func:`diebold_mariano_critical_value`); otherwise none
         is: a share fitted on a few independent stretches of a random walk is noise, and the centre is
         the safer forecast there. The test needs two disjoint horizons among the windows (more windows
-        than ``pred_len``); with fewer, their errors are one stretch that no test can weigh, and the
-        fitted share stands. Call in eval mode (no dropout).
+        than ``pred_len``); with fewer, their errors are one stretch that no test can weigh. Then the test
+        is made on ``prefix``, ``(steps, batches)``: the windows of the longest prefix of the horizon that
+        the held-out period holds twice, their ``y`` cut to its ``steps``
+        (:meth:`~forecast.data.WindowDataModule.val_prefix_dataloader`); without it the fitted share
+        stands. Call in eval mode (no dropout).
         """
         revin = self._correctable_revin()
         cross, square, _ = self.correction_terms(batches)
-        fitted, test = kept_share(cross, square, self.spec.pred_len, significance)
+        tested = None
+        if significance is not None and len(cross) <= self.spec.pred_len and prefix is not None:
+            steps, prefix_batches = prefix
+            tested = (*self.correction_terms(prefix_batches)[:2], steps)
+        fitted, test = kept_share(cross, square, self.spec.pred_len, significance, tested=tested)
         if significance is not None and test is None and fitted > 0:
             log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test "
                      "the correction, so the least-squares share stands", len(cross), self.spec.pred_len)
         elif test is not None and fitted == 0:
-            log.info("the network's correction did not beat the centre on the validation windows "
-                     "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it", *test, significance)
+            log.info("the network's correction did not beat the centre on the validation windows%s "
+                     "(Diebold-Mariano %.2f, needed > %.2f at %g): kept none of it",
+                     "" if tested is None else f" (their first {tested[2]} steps, on {len(tested[0])} windows)",
+                     *test, significance)
         revin.correction_weight.fill_(fitted)
         return fitted
 
@@ -352,11 +362,14 @@ class ForecastModel(nn.Module):
     def correction_terms(self, batches: Iterable[Mapping[str, Tensor]]) -> tuple[Tensor, Tensor, Tensor]:
         """Per window of ``batches``, ``[N]`` each in float64, summed over horizon steps and variables:
         ``(f - c)(y - c)``, ``(f - c)^2`` and ``(y - c)^2``, with ``c`` the centre and ``f`` the whole forecast.
-        The squared error at weight ``w`` is ``third - 2 w first + w^2 second``."""
+        The squared error at weight ``w`` is ``third - 2 w first + w^2 second``. A batch whose ``y`` holds
+        ``label_len + k`` rows, ``k < pred_len``, is scored on the horizon's first ``k`` steps."""
         crosses, squares, bases = [], [], []
         for batch in batches:
             center, correction = self.center_and_correction(*model_inputs(self.spec, batch))  # [B, P, C_out] each
-            miss = horizon_target(batch["y"], center.shape[2], center.shape[1]) - center  # [B, P, C_out]
+            steps = batch["y"].shape[1] - self.spec.label_len  # P, or fewer for a horizon prefix's windows
+            center, correction = center[:, :steps], correction[:, :steps]  # [B, steps, C_out] each
+            miss = horizon_target(batch["y"], center.shape[2], steps) - center  # [B, steps, C_out]
             crosses.append((correction * miss).sum(dim=(1, 2), dtype=torch.float64))  # [B]
             squares.append(correction.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
             bases.append(miss.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
