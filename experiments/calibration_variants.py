@@ -86,7 +86,10 @@ def box_least_squares(features: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def tested_share(part: np.ndarray, miss: np.ndarray) -> float:
     """The recipe's rule (:func:`forecast.models.base.kept_share`) for a part ``[N, P, C_out]`` of the forecast
-    correcting ``miss`` (the target minus the rest): its least-squares share, kept where the test finds it pays."""
+    correcting ``miss`` (the target minus the rest): its least-squares share, kept where the test finds it pays
+    on these windows. (Where they are one stretch the recipe tests a prefix of the horizon instead, on windows cut
+    from the validation period; a half of the validation windows has no such windows of its own, so here the
+    least-squares share stands, as it did in the recipe before 2026-11-27.)"""
     per_window = (torch.from_numpy((part * miss).sum(axis=(1, 2))),
                   torch.from_numpy(np.square(part).sum(axis=(1, 2))))  # [N] each
     return kept_share(*per_window, part.shape[1], SIGNIFICANCE)[0]
