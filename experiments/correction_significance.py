@@ -9,8 +9,9 @@ value (:func:`~forecast.models.base.correction_test`, the test of
 disjoint horizons, made on the windows of the longest prefix of the horizon that the validation period holds
 twice, :meth:`~forecast.data.WindowDataModule.val_prefix_dataloader`, shown as "windows (prefix steps: its
 windows)"), the share kept by least squares alone and with the test. The test MSE of each choice
-(and of the centre and the whole forecast) is printed for the record only: the rule was fixed before it was
-read.
+(and of the centre and the whole forecast) is printed for the record only: the test was fixed before it was
+read (the prefix test for one-stretch windows was written after the sixth round's table had printed them:
+experiments/README.md, the seventh round, says so).
 """
 
 from __future__ import annotations
