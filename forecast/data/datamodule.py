@@ -216,6 +216,33 @@ def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig) -> tuple[np.
     return x_dates, y_dates
 
 
+def _val_prefix_windows(prepared: _Prepared, cfg: DataConfig) -> WindowDataset | None:
+    """The windows of the longest prefix of the horizon that a wide table's validation period holds twice,
+    ``steps = V // 2`` of its ``V`` rows; ``None`` where its windows hold two disjoint horizons (more
+    windows than ``pred_len``) or it has too few rows.
+
+    Fewer windows than ``pred_len`` span one stretch of the validation rows, which no test can weigh
+    (:func:`~forecast.models.base.correction_test`); its first ``steps`` steps fit in ``V - steps + 1 >
+    steps`` windows. Each starts as a validation window does, and its ``y`` holds ``label_len + steps``
+    rows, all inside the validation period: the values after it (the test period's) are not in these
+    windows at all, only the calendar marks of their dates, which the forecast's ``y_mark`` needs.
+    """
+    if len(prepared.datasets["val"]) > cfg.pred_len:
+        return None
+    start, end = prepared.borders["val"]
+    owned = end - start - cfg.seq_len
+    steps = owned // 2
+    if steps < 1:
+        return None
+    reach = end + cfg.pred_len - steps  # the last window's forecast ends here, inside the test rows
+    series = prepared.series
+    values = np.full((reach - start, prepared.fitted.c_in), np.nan, dtype=np.float32)  # [T', C]: NaN after the period
+    values[: end - start] = prepared.datasets["val"].values.numpy()
+    marks = time_features(series.dates[start:reach], series.freq, cfg.time_encoding)  # [T', F]
+    return WindowDataset(values, marks, cfg.seq_len, cfg.label_len, cfg.pred_len,
+                         starts=np.arange(owned - steps + 1), target_len=steps)
+
+
 def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> None:
     """DataError unless a checkpoint's data state ``state_dict`` is the one ``prepared`` was scaled with."""
     saved = FittedState.from_state_dict(state_dict)
@@ -505,31 +532,10 @@ class WindowDataModule(L.LightningDataModule):
 
     def val_prefix_dataloader(self) -> DataLoader | None:
         """Windows that test a forecast on the validation period when its windows cannot: ``None`` where they
-        hold two disjoint horizons (more windows than ``pred_len``), else the windows of the longest prefix
-        of the horizon that the period holds twice, ``steps = V // 2`` of its ``V`` rows.
-
-        Fewer windows than ``pred_len`` span one stretch of the validation rows, which no test can weigh
-        (:func:`~forecast.models.base.correction_test`); its first ``steps`` steps fit in ``V - steps + 1 >
-        steps`` windows. Each starts as a validation window does, and its ``y`` holds ``label_len + steps``
-        rows, all inside the validation period: the values after it (the test period's) are not in these
-        windows at all, only the calendar marks of their dates, which the forecast's ``y_mark`` needs. In
-        order, every window once. A panel gets ``None`` (its windows are pooled over the series)."""
-        prepared, cfg = self._state(), self.config
-        if self.is_panel or len(prepared.datasets["val"]) > cfg.pred_len:
-            return None
-        start, end = prepared.borders["val"]
-        owned = end - start - cfg.seq_len
-        steps = owned // 2
-        if steps < 1:
-            return None
-        reach = end + cfg.pred_len - steps  # the last window's forecast ends here, inside the test rows
-        series = prepared.series
-        values = np.full((reach - start, self.c_in), np.nan, dtype=np.float32)  # [T', C]: NaN after the period
-        values[: end - start] = prepared.datasets["val"].values.numpy()
-        marks = time_features(series.dates[start:reach], series.freq, cfg.time_encoding)  # [T', F]
-        windows = WindowDataset(values, marks, cfg.seq_len, cfg.label_len, cfg.pred_len,
-                                starts=np.arange(owned - steps + 1), target_len=steps)
-        return self._loader("val", train=False, windows=windows)
+        hold two disjoint horizons (more windows than ``pred_len``), or for a panel (its windows are pooled
+        over the series); else every window of :func:`_val_prefix_windows` once, in order."""
+        windows = None if self.is_panel else _val_prefix_windows(self._state(), self.config)
+        return None if windows is None else self._loader("val", train=False, windows=windows)
 
     def test_dataloader(self) -> DataLoader:
         """The ``test_split`` windows (test by default), every one once, in order, as ``val_dataloader``."""
