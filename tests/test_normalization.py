@@ -487,6 +487,9 @@ def test_windows_too_few_to_test_are_tested_on_the_prefix_windows(name, options)
     # Windows that can be tested are, and without a significance nothing is: the prefix is not read.
     assert net.fit_correction_weight(helpful, 0.05, prefix=(4, never_read())) == pytest.approx(0.8, abs=1e-4)
     assert net.fit_correction_weight(unhelpful[:2], prefix=(4, never_read())) == pytest.approx(0.1, abs=1e-4)
+    # Nor where the least-squares share is already 0: there is nothing to keep or test.
+    harmful = [correction_batch(net, s, -0.7, seed) for seed in (0, 1)]
+    assert net.fit_correction_weight(harmful, 0.05, prefix=(4, never_read())) == 0.0
     # The prefix windows' terms are those of the horizon's first four steps.
     windows = helpful[0]
     center, correction = net.center_and_correction(windows["x"], windows["x_mark"], windows["y_mark"])

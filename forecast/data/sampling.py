@@ -91,7 +91,8 @@ class ResumableDataLoader(DataLoader):
         if batches >= len(self) or not isinstance(self.sampler, EpochShuffleSampler):
             return  # the saved epoch was complete (the next starts from its beginning), or no order to resume
         self.sampler.resume_at(epoch, batches * self.batch_size)  # type: ignore[operator]
-        logger.info("resuming epoch %d after %d of %d batches", epoch, batches, len(self))
+        # Not "of len(self)": under limit_train_batches the epoch ends before its order does.
+        logger.info("resuming epoch %d after its first %d batches", epoch, batches)
 
 
 def eval_sampler(dataset: Dataset, num_replicas: int, rank: int, *, split: str) -> Sampler[int] | None:

@@ -343,7 +343,8 @@ class ForecastModel(nn.Module):
         revin = self._correctable_revin()
         cross, square, _ = self.correction_terms(batches)
         tested = None
-        if significance is not None and len(cross) <= self.spec.pred_len and prefix is not None:
+        untestable = significance is not None and len(cross) <= self.spec.pred_len
+        if untestable and prefix is not None and least_squares_share(cross, square) > 0:  # 0 needs no test
             steps, prefix_batches = prefix
             tested = (*self.correction_terms(prefix_batches)[:2], steps)
         fitted, test = kept_share(cross, square, self.spec.pred_len, significance, tested=tested)
