@@ -19,10 +19,12 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/forecast demo
 
-# One torch thread: the suite's tiny models run faster without intra-op threading.
-# The same Hypothesis examples every run (tests/conftest.py): a failure means a change.
+# One torch thread per process: the suite's tiny models run faster without intra-op threading, and
+# pytest-xdist runs a process per core (at most 4), each test file in one process (its module fixtures
+# built once). The same Hypothesis examples every run (tests/conftest.py): a failure means a change.
 test: $(STAMP)
-	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --hypothesis-profile=deterministic
+	MPLBACKEND=Agg OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --hypothesis-profile=deterministic \
+		-n auto --maxprocesses 4 --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache
