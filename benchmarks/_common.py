@@ -234,9 +234,10 @@ def emit_tables(name: str, tables: str, readme: Path | None, source: Path | None
 
 
 def add_table_arguments(parser: Any) -> None:
-    """``--markdown CSV`` (print a results file's README tables and exit) and ``--readme PATH``."""
+    """``--markdown CSV`` (print a results file's README tables and exit) and ``--readme [PATH]``."""
     parser.add_argument("--markdown", type=Path, help="print the README tables of this results CSV and exit")
-    parser.add_argument("--readme", type=Path, help="with --markdown: rewrite this README's block instead")
+    parser.add_argument("--readme", type=Path, nargs="?", const=README, metavar="README",
+                        help="with --markdown: rewrite this README's block (default benchmarks/README.md) instead")
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:

@@ -207,7 +207,9 @@ def test_the_measured_waste_fixes_stay_in_place():
                                                       ("reference", "reference-tables", "reference_cpu.csv"),
                                                       ("train", "train-tables-cuda", "train_cuda.csv"),
                                                       ("attention", "attention-tables-cuda-bf16",
-                                                       "attention_cuda_bf16.csv")])
+                                                       "attention_cuda_bf16.csv"),
+                                                      ("attention", "attention-tables-cuda", "attention_cuda.csv"),
+                                                      ("roofline", "roofline-tables-cuda", "roofline_cuda.csv")])
 def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, block, csv_name, tmp_path):
     """Every figure in benchmarks/README.md's tables comes from the committed results."""
     readme = tmp_path / "README.md"
