@@ -53,6 +53,7 @@ import argparse
 import contextlib
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -469,6 +470,23 @@ def _console_log() -> Iterator[None]:
         package_logger.setLevel(level)
 
 
+# How each command spells a data option on its command line; the library's messages name the Python parameter.
+_DATA_FLAG_PREFIX = {"fit": "--data.", "validate": "--data.", "test": "--data.", "predict": "--data.",
+                     "sweep": "--set data.", "splits": "--"}
+
+
+def with_command_line_flags(message: str, command: str) -> str:
+    """``message`` with the ``command``'s flags for the data options its fix names as Python parameters
+    (``pass columns=[...]``: ``--data.columns`` for ``fit``, ``--columns`` for ``splits``)."""
+    from forecast.config import data_option_names
+
+    prefix = _DATA_FLAG_PREFIX.get(command)
+    named = dict.fromkeys(name for name in re.findall(r"\b(\w+)=", message) if name in data_option_names())
+    if prefix is None or not named:
+        return message
+    return f"{message} (On the command line: {', '.join(prefix + name for name in named)}.)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from forecast.config import snake_case_flag
 
@@ -479,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _console_log():
             return args.run(args, extra)
     except ForecastError as error:
-        print(f"forecast: error: {error}", file=sys.stderr)
+        print(f"forecast: error: {with_command_line_flags(str(error), args.command)}", file=sys.stderr)
         return 2
     except SystemExit as stop:
         if type(stop) is SystemExit:  # --help, a parser's error: not Lightning's stop, whose class subclasses it

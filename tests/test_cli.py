@@ -15,7 +15,7 @@ import torch
 import yaml
 
 from forecast import Forecaster
-from forecast.cli import main
+from forecast.cli import main, with_command_line_flags
 from forecast.config import RunConfig, load_config
 from forecast.errors import ConfigError
 from forecast.recipes import get_recipe
@@ -184,7 +184,7 @@ def test_splits_reads_the_data_with_the_options_fit_takes(workdir, capsys):
     frame.loc[5, "a"] = np.nan
     frame.to_csv(workdir / "gappy.csv", index=False)
     assert main(["splits", "gappy.csv"]) == 2
-    assert "fill_nan" in capsys.readouterr().err
+    assert "(On the command line: --fill_nan.)" in capsys.readouterr().err
     assert main(["splits", "gappy.csv", "--fill_nan", "ffill", "--columns", "[OT]",
                  "--split", "0.6", "0.2", "0.2"]) == 0
     out = capsys.readouterr().out
@@ -250,6 +250,19 @@ def test_a_run_named_by_flags_alone_fits_and_predicts(workdir):
     assert main(["fit", *flags]) == 0
     assert main(["predict", *flags, "--output", "future.csv"]) == 0
     assert len(pd.read_csv(workdir / "future.csv")) == PRED_LEN
+
+
+def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
+    """The library's fix names Python parameters (`fill_nan=`, `columns=[...]`); the console says the flag."""
+    frame = write_series(workdir / "toy.csv")
+    frame.assign(a=frame.a.astype(str).where(frame.index != 9, "x")).to_csv(workdir / "toy.csv", index=False)
+    assert main(["fit", "--config", "tiny.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'a' is not numeric" in err and "columns=[...]" in err
+    assert err.rstrip().endswith("(On the command line: --data.columns, --data.features.)")
+    assert with_command_line_flags("Fix: pass fill_nan='ffill'.", "sweep").endswith("(On the command line: "
+                                                                                   "--set data.fill_nan.)")
+    assert with_command_line_flags("Fix: pass resume=False.", "fit") == "Fix: pass resume=False."  # not data
 
 
 def test_predict_without_a_fitted_run_says_how_to_fix_it(workdir, capsys):

@@ -343,12 +343,13 @@ class ForecastModel(nn.Module):
         revin = self._correctable_revin()
         cross, square, _ = self.correction_terms(batches)
         tested = None
-        untestable = significance is not None and len(cross) <= self.spec.pred_len
-        if untestable and prefix is not None and least_squares_share(cross, square) > 0:  # 0 needs no test
+        fitted, test = kept_share(cross, square, self.spec.pred_len, significance)
+        untested = significance is not None and test is None and fitted > 0  # too few windows for the test
+        if untested and prefix is not None:
             steps, prefix_batches = prefix
             tested = (*self.correction_terms(prefix_batches)[:2], steps)
-        fitted, test = kept_share(cross, square, self.spec.pred_len, significance, tested=tested)
-        if significance is not None and test is None and fitted > 0:
+            fitted, test = kept_share(cross, square, self.spec.pred_len, significance, tested=tested)
+        if untested and test is None:
             log.info("%d validation windows of %d steps hold fewer than two disjoint horizons: too few to test "
                      "the correction, so the least-squares share stands", len(cross), self.spec.pred_len)
         elif test is not None and fitted == 0:
