@@ -238,7 +238,7 @@ def test_the_long_horizon_benchmark_has_every_cell_and_model():
     expected = {f"{d}/{m}_M_{h}.yaml" for d, h in cells for m in ("naive", "dlinear", "informer", "logsparse")}
     # a day of 10-minute weather (144) and a year of weekly ILI (52) are longer than the input
     expected |= {f"{d}/seasonal_naive_M_{h}.yaml" for d, h in cells if d not in ("weather", "national_illness")}
-    expected |= {f"{d}/informer-paper_M_{h}.yaml" for d, h in cells}
+    expected |= {f"{d}/{m}_M_{h}.yaml" for d, h in cells for m in ("informer-paper", "logsparse-paper")}
     assert len(cells) == 28 and found == expected
     import torch
 
