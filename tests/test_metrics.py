@@ -224,7 +224,7 @@ def test_rho_risk_of_zero_truth_is_nan() -> None:
     assert np.isnan(metrics.rho_risk(np.ones((1, 2, 1)), np.zeros((1, 2, 1)), 0.5))
 
 
-def test_rho_risks_from_samples_use_sample_quantiles(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rho_risks_from_samples_use_sample_quantiles() -> None:
     rng = np.random.default_rng(5)
     samples = rng.normal(size=(30, 4, 3, 2))  # [S, N, P, C]
     true = rng.normal(size=(4, 3, 2))
@@ -232,15 +232,26 @@ def test_rho_risks_from_samples_use_sample_quantiles(monkeypatch: pytest.MonkeyP
     risks = metrics.rho_risks(samples, true)
     assert list(risks) == [0.5, 0.9]
     assert risks[0.9] == pytest.approx(metrics.rho_risk(quantiles[1], true, 0.9), rel=1e-14)
-    # torch.quantile refuses big inputs, so torch works in slices: force tiny slices here.
-    monkeypatch.setattr(metrics, "_TORCH_QUANTILE_MAX_ELEMENTS", 64)
-    sliced = metrics.sample_quantiles(torch.from_numpy(samples), (0.1, 0.5, 0.9))
-    np.testing.assert_allclose(sliced.numpy(), np.quantile(samples, [0.1, 0.5, 0.9], axis=0), rtol=1e-13)
+    from_torch = metrics.sample_quantiles(torch.from_numpy(samples), (0.1, 0.5, 0.9))
+    np.testing.assert_allclose(from_torch.numpy(), np.quantile(samples, [0.1, 0.5, 0.9], axis=0), rtol=1e-13)
     torch_risks = metrics.rho_risks(torch.from_numpy(samples), torch.from_numpy(true), (0.5, 0.9), by="horizon")
     numpy_risks = metrics.rho_risks(samples, true, by="horizon")
     np.testing.assert_allclose(torch_risks[0.5].numpy(), numpy_risks[0.5], rtol=1e-13)
     with pytest.raises(DataError, match="n_samples"):
         metrics.rho_risks(samples[:, :2], true)
+
+
+@pytest.mark.parametrize("n_samples", [1, 2, 7, 100])
+def test_sample_quantiles_of_tensors_are_torch_quantiles_bit_for_bit(n_samples: int) -> None:
+    """One sort and torch.quantile's interpolation: the same float64 values exactly, NaN where a cell has one."""
+    samples = torch.randn(n_samples, 3, 5, 2, generator=torch.Generator().manual_seed(n_samples), dtype=torch.float32)
+    samples[0, 1, 2, 0] = torch.nan
+    levels = (0.1, 0.5, 0.9, 0.05, 0.95, 0.001, 0.999)
+    expected = torch.quantile(samples.to(torch.float64), torch.tensor(levels, dtype=torch.float64), dim=0)
+    found = metrics.sample_quantiles(samples, levels)
+    assert found.dtype == torch.float64 and found.shape == (len(levels), 3, 5, 2)
+    assert torch.equal(found.isnan(), expected.isnan()) and found[:, 1, 2, 0].isnan().all()
+    assert torch.equal(found.nan_to_num(), expected.nan_to_num())
 
 
 # ------------------------------------------------------------------------------- coverage
