@@ -92,8 +92,8 @@ def render(cells: pd.DataFrame, datasets: tuple[str, ...] = DATASETS, summaries:
              f"(forecast/recipes.py; model options {recipe}; training {json.dumps(dict(improved.training))}): "
              "Informer is smaller than the paper's d_model 512 for this 2-core CPU. `informer-paper` is the "
              "paper's size and training in bf16 autocast (benchmarks/README.md: it moved a test MSE by 0.8%, a "
-             "second seed by 20%), trained on lent GPUs as they come (\"not run\": not yet); `logsparse-paper` is the LogSparse "
-             "paper's size (d_model 64) with the same training, in fp32.", ""]
+             "second seed by 20%), trained on lent GPUs as they come (\"not run\": not yet); `logsparse-paper` is "
+             "the LogSparse paper's size (d_model 64) with the same training, in fp32.", ""]
     header = ["dataset", "horizon", *entries, "winner"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for dataset in datasets:

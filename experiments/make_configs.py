@@ -31,8 +31,8 @@ national_illness at input 36, label 18, horizons 24/36/48/60). In every cell: ``
 ILI, whose seasons are longer than the input: see :data:`SEASONS`), ``dlinear``, and ``informer`` and ``logsparse`` in the ``improved``
 recipe; ``informer-paper`` (the Informer paper's sizes and training, ``recipe: paper``,
 factor 3 as in the Autoformer re-runs, in bf16 autocast) in every cell, for a lent GPU;
-``logsparse-paper`` (the LogSparse paper's sizes and the same training, in fp32) in every cell. Improved models take the recipe's
-options (written in no file), so a config follows the recipe; the parameter-free
+``logsparse-paper`` (the LogSparse paper's sizes and the same training, in fp32) in every cell.
+Improved models take the recipe's options (written in no file), so a config follows the recipe; the parameter-free
 baselines pin ``recipe: paper``, their rows shared with ``experiments/configs``.
 """
 
@@ -187,7 +187,7 @@ def long_horizon_config(name: str, setting: Setting) -> dict[str, Any] | None:
     if name == "logsparse-paper":
         # The LogSparse paper's size (d_model 64), as configs/ has it, so that the Autoformer protocol's rows
         # (ETTm2, weather, exchange_rate and ILI share this grid's windows) are these cells' too. In fp32: a CPU
-        # without bf16 instructions emulates bf16, and ETTh1's cells, a few CPU-hours each, run on the CPU.
+        # without bf16 instructions emulates bf16, and ETTh1's cells, hours each, run on the CPU.
         return {"model": model_section("logsparse", setting), "data": data, "trainer": dict(AUTOFORMER_TRAINING),
                 "seed": 0, "recipe": "paper"}
     trainer: dict[str, Any] = {"checkpoint_every_minutes": 10.0}
