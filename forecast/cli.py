@@ -471,8 +471,7 @@ def _console_log() -> Iterator[None]:
 
 
 # How each command spells a data option on its command line; the library's messages name the Python parameter.
-_DATA_FLAG_PREFIX = {"fit": "--data.", "validate": "--data.", "test": "--data.", "predict": "--data.",
-                     "sweep": "--set data.", "splits": "--"}
+_DATA_FLAG_PREFIX = {**dict.fromkeys(COMMAND_HELP, "--data."), "sweep": "--set data.", "splits": "--"}
 
 
 def with_command_line_flags(message: str, command: str) -> str:

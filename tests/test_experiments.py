@@ -727,20 +727,18 @@ def test_the_repository_shell_scripts_parse(script):
 
 def test_the_device_grids_default_sweeps_name_configured_models_and_datasets():
     """A lent GPU's one call runs device_grid.sh's default sweeps unwatched: a misspelt model or dataset there
-    plans no run and wastes the loan, so every pair each sweep names must have the grid's configs."""
+    plans no run and wastes the loan, so every sweep must parse as `forecast sweep`'s options and every pair it
+    names must have the grid's configs."""
+    from forecast.cli import build_parser
+
     script = (ROOT / "experiments" / "device_grid.sh").read_text()
     block = re.search(r"^  sweeps=\(\n(.*?)^  \)", script, re.S | re.M)[1]
     specs = re.findall(r'^\s*"([^"]+)"', block, re.M)
     assert len(specs) >= 3
     for spec in specs:
-        options: dict[str, list[str]] = {}
-        for token in spec.split():
-            if token.startswith("--"):
-                values = options.setdefault(token[2:], [])
-            else:
-                values.append(token)
-        for dataset in options["datasets"]:
-            for model in options["models"]:
+        options = build_parser().parse_args(["sweep", *spec.split()])  # the sweep's own parser: SystemExit if wrong
+        for dataset in options.datasets:
+            for model in options.models:
                 configs = list((ROOT / "experiments" / "long_horizon" / dataset).glob(f"{model}_M_*.yaml"))
                 assert len(configs) == 4, (spec, dataset, model)
 
