@@ -9,11 +9,14 @@
 #
 # WORKERS shards (forecast sweep --shard, 8) share the GPU and the sweeps; every run that finishes before the
 # budget appends its row to /tmp/device-results/<dataset>.csv, which starts as a copy of experiments/results/ so
-# that finished runs are skipped, and is copied to $OUT/results/ at the end. A run cut off by the budget saves
-# its step (SIGTERM) under /tmp; a later call on the same warm machine resumes it and keeps the earlier call's
-# rows. $OUT gets one archive, grid.tar.gz (in 15 MiB parts: the device tool returns 16 MiB a file), of those
-# results files and of every finished run's saved forecaster (model.pt, config.json, scaler.json: what is fitted
-# after training can be refitted from it later), and the log. Back here: experiments/device_unpack.sh <files_at>
+# that finished runs are skipped. A run cut off by the budget saves its step (SIGTERM) under /tmp; a later call on
+# the same warm machine resumes it and keeps the earlier call's rows. $OUT gets, first, results.tar.gz (the
+# results files that gained rows: kilobytes, written before anything slow), then runs.tar in 15 MiB parts (the
+# device tool returns at most eight files of 16 MiB) holding the finished runs' saved forecasters (model.pt,
+# config.json, scaler.json: what is fitted after training can be refitted from them later), the smallest first
+# while they fit in RUNS_MIB and in the files left (a paper-size Informer's is 45 MB: the log names those left
+# out), and the log. Uncompressed: gzip gains little on weights and took the fifth loan's first call past the
+# tool's 600 s, losing its rows. Back here: experiments/device_unpack.sh <files_at>
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=${BUDGET:-560}   # seconds until the workers stop: the device tool allows a command 600; leave ~40 to stop and pack
@@ -64,22 +67,31 @@ for ((k = 0; k < WORKERS; k++)); do
   worker "$k" > "/tmp/device-worker-$k.log" 2>&1 &
 done
 wait
-# The device tool returns at most 8 files, which benchmarks/device_bench.sh shares when both run in one call: so
-# one archive (the results files that gained rows, the finished runs' saved forecasters without their
-# checkpoints), split into parts under the 16 MiB a file, and the log.
+# The results first, alone and small, so that no slow step after it can lose them.
 pack=$(mktemp -d)
-mkdir -p "$pack/results" "$pack/runs"
+mkdir -p "$pack/results"
 for name in $datasets; do
   [ -f "$RESULTS/$name.csv" ] && ! cmp -s "$RESULTS/$name.csv" "experiments/results/$name.csv" \
     && cp "$RESULTS/$name.csv" "$pack/results/"
 done
-for run in "$RUNS"/*/; do
-  [ -f "$run/model.pt" ] || continue
-  mkdir -p "$pack/runs/$(basename "$run")"
-  cp "$run"/{model.pt,config.json,scaler.json} "$pack/runs/$(basename "$run")/"
-done
-tar -czf "$pack.tar.gz" -C "$pack" results runs && split -b 15M -d "$pack.tar.gz" "$OUT/grid.tar.gz.part-"
-rm -rf "$pack" "$pack.tar.gz"
+tar -czf "$OUT/results.tar.gz" -C "$pack" results
+# Then the saved forecasters, smallest first, within RUNS_MIB and the device tool's eight files (benchmarks/
+# device_bench.sh may share the call and $OUT; one file stays free for the log).
+parts=$((8 - $(find "$OUT" -maxdepth 1 -type f ! -name log.txt | wc -l) - 1))
+room=$(( ${RUNS_MIB:-90} < parts * 15 - 1 ? ${RUNS_MIB:-90} : parts * 15 - 1 ))  # MiB; 1 for tar's headers
+mkdir -p "$pack/runs"
+while read -r bytes model; do
+  run=$(dirname "$model")
+  if [ $(( (bytes >> 20) + 1 )) -le "$room" ]; then
+    room=$((room - (bytes >> 20) - 1))
+    mkdir -p "$pack/runs/$(basename "$run")"
+    cp "$run"/{model.pt,config.json,scaler.json} "$pack/runs/$(basename "$run")/"
+  else
+    echo "saved forecaster not returned (no room left): $(basename "$run")"
+  fi
+done < <(find "$RUNS" -mindepth 2 -maxdepth 2 -name model.pt -printf '%s %p\n' | sort -n) | tee -a "$OUT/log.txt"
+[ -n "$(ls "$pack/runs")" ] && tar -cf - -C "$pack" runs | split -b 15M -d - "$OUT/runs.tar.part-"
+rm -rf "$pack"
 for ((k = 0; k < WORKERS; k++)); do
   echo "== worker $k"; grep -E "^\[|^sweep:|failed|Error" "/tmp/device-worker-$k.log" | tail -n 40
 done | tee -a "$OUT/log.txt"

@@ -14,11 +14,14 @@ files_at=${1:?usage: experiments/device_unpack.sh FILES_AT [RUNS_DIR [RESULTS_DI
 runs_dir=${2:-experiments/runs}
 shift $(( $# < 2 ? $# : 2 ))
 PYTHON=${PYTHON:-.venv/bin/python}
-parts=("$files_at"/grid.tar.gz.part-*)
-[ ${#parts[@]} -gt 0 ] || { echo "$files_at holds no grid.tar.gz.part-*: did experiments/device_grid.sh finish?" >&2; exit 1; }
+[ -f "$files_at/results.tar.gz" ] \
+  || { echo "$files_at holds no results.tar.gz: did experiments/device_grid.sh finish?" >&2; exit 1; }
 unpacked=$(mktemp -d)
 trap 'rm -rf "$unpacked"' EXIT
-cat "${parts[@]}" | tar -xz -C "$unpacked"
+tar -xzf "$files_at/results.tar.gz" -C "$unpacked"
+parts=("$files_at"/runs.tar.part-*)
+mkdir -p "$unpacked/runs"
+[ ${#parts[@]} -eq 0 ] || cat "${parts[@]}" | tar -x -C "$unpacked"
 for target in experiments/results "$@"; do
   "$PYTHON" experiments/merge_results.py "$unpacked/results" --into "$target"
 done
