@@ -466,7 +466,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     table = _lookup(rows)
     lengths = sorted({row["length"] for row in rows})
     first = rows[0]
-    commands = sorted({row["command"] for row in rows}, key=lambda command: ("--update" in command, command))
+    # In the order run: rows are appended, and an --update rewrites rows in place after them.
+    commands = sorted(dict.fromkeys(row["command"] for row in rows), key=lambda command: "--update" in command)
     commits = sorted({row["commit"][:12] + ("-dirty" if row["commit"].endswith("-dirty") else "") for row in rows})
     parts = [
         f"Shapes B={first['batch']}, H={first['heads']}, E={first['head_dim']}, {first['dtype']}; "
