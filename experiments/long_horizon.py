@@ -151,6 +151,22 @@ def targets(cells: pd.DataFrame) -> list[str]:
                 lines.append(f"- `dlinear` beats `{ours}` in {len(behind)} of {len(pair)} cells"
                              + (f", by {(behind[ours] / behind['dlinear'] - 1).mean():.0%} MSE on average there."
                                 if len(behind) else "."))
+    return [*lines, *reproduction(wide)]
+
+
+def reproduction(wide: pd.DataFrame) -> list[str]:
+    """How the papers' own sizes and training compare with the published re-runs: the reproduction's check."""
+    lines = []
+    for ours, reference in (("informer-paper", "Informer (published)"), ("logsparse-paper", "LogTrans (published)")):
+        if ours not in wide or reference not in wide:
+            continue
+        pair = wide[[ours, reference]].dropna()
+        if pair.empty:
+            continue
+        ratio = pair[ours] / pair[reference]
+        lines.append(f"- Reproduction: `{ours}` against the published {reference.split()[0]}: "
+                     f"{ratio.mean() - 1:+.0%} MSE on average over {len(pair)} cells (from {ratio.min() - 1:+.0%} "
+                     f"to {ratio.max() - 1:+.0%}; lower in {(ratio < 1).sum()}).")
     return lines
 
 

@@ -594,6 +594,17 @@ def test_long_horizon_targets_count_wins_over_naive_and_gains_over_the_published
     assert "70% lower MSE on average over 2 cells" in lines  # 1 - (0.4/0.8 + 0.09/0.9) / 2
     assert "`dlinear` beats `informer` in 1 of 1 cells, by 5% MSE" in lines
     assert "`logsparse`: not run yet." in lines
+    assert "Reproduction" not in lines  # no paper-size rows
+
+
+def test_long_horizon_targets_compare_the_paper_sizes_with_the_published_re_runs():
+    script = load_script("long_horizon")
+    cells = long_horizon_cells({"dataset": "ETTh1", "pred_len": 96, "entry": "informer-paper", "mse": 0.72},
+                               {"dataset": "exchange_rate", "pred_len": 96, "entry": "informer-paper", "mse": 1.08})
+    lines = script.targets(cells)
+    # 0.72 / 0.8 = 0.9 and 1.08 / 0.9 = 1.2
+    assert lines[-1] == ("- Reproduction: `informer-paper` against the published Informer: +5% MSE on average over "
+                         "2 cells (from -10% to +20%; lower in 1).")
 
 
 def test_long_horizon_summary_ranks_every_entry_over_the_cells_it_has_ties_sharing_the_best_rank():
