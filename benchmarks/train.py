@@ -848,7 +848,8 @@ def _cell_status(row: dict[str, Any]) -> str:
 def _header(rows: list[dict[str, Any]]) -> list[str]:
     first = next((row for row in rows if row.get("torch")), rows[0])
     # In the order run (rows are appended), the accuracy runs last as before.
-    commands = sorted(dict.fromkeys(row["command"] for row in rows if row.get("command")), key=lambda c: "--accuracy" in c)
+    commands = sorted(dict.fromkeys(row["command"] for row in rows if row.get("command")),
+                      key=lambda command: "--accuracy" in command)
     commits = sorted({short_commit(row["commit"]) for row in rows if row.get("commit")})
     threads = sorted({str(row["threads"]) for row in rows if row.get("threads")})
     allocators = sorted({allocator_of(row) for row in rows if row.get("torch")})
