@@ -80,9 +80,9 @@ parts=$((8 - $(find "$OUT" -maxdepth 1 -type f ! -name log.txt | wc -l) - 1))
 room=$(( ${RUNS_MIB:-90} < parts * 15 - 1 ? ${RUNS_MIB:-90} : parts * 15 - 1 ))  # MiB; 1 for tar's headers
 mkdir -p "$pack/runs"
 while read -r bytes model; do
-  run=$(dirname "$model")
-  if [ $(( (bytes >> 20) + 1 )) -le "$room" ]; then
-    room=$((room - (bytes >> 20) - 1))
+  run=$(dirname "$model") mib=$(( (bytes >> 20) + 1 ))  # rounded up
+  if [ "$mib" -le "$room" ]; then
+    room=$((room - mib))
     mkdir -p "$pack/runs/$(basename "$run")"
     cp "$run"/{model.pt,config.json,scaler.json} "$pack/runs/$(basename "$run")/"
   else
