@@ -42,6 +42,12 @@ DATASETS = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "exchange_rate", "nat
 _KEY = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training", "data"]
 
 
+def published_entry(model: str) -> str:
+    """The table entry of ``model``'s published counterpart in PUBLISHED, e.g. ``LogTrans (published)``."""
+    return f"{dict(PUBLISHED)[model]} (published)"
+
+
+
 def cell_table(results: pd.DataFrame, configs_dir: Path, published: pd.DataFrame,
                paper_configs_dir: Path) -> pd.DataFrame:
     """One row per (cell, entry): ``dataset, pred_len, entry, mse, mae, seeds`` (ours) or published.
@@ -69,7 +75,7 @@ def cell_table(results: pd.DataFrame, configs_dir: Path, published: pd.DataFrame
             window = row.seq_len if pd.notna(row.seq_len) else paper_window.get((row.dataset, "M", int(row.pred_len)))
             if (row.dataset, int(row.pred_len)) in cells and window == windows[row.dataset]:
                 rows.append({"dataset": row.dataset, "seq_len": int(window), "pred_len": int(row.pred_len),
-                             "entry": f"{name} (published)", "mse": row.mse, "mae": row.mae, "seeds": float("nan"),
+                             "entry": published_entry(model), "mse": row.mse, "mae": row.mae, "seeds": float("nan"),
                              "source": "published"})
     return pd.concat([ours, pd.DataFrame(rows, columns=ours.columns)], ignore_index=True)
 
@@ -84,7 +90,7 @@ def _cell(mse: float, mae: float, seeds: float, best: bool) -> str:
 def render(cells: pd.DataFrame, datasets: tuple[str, ...] = DATASETS, summaries: bool = True) -> str:
     """The cells of ``datasets`` as one Markdown table; with ``summaries`` the ranks and targets after it."""
     cells = cells[cells.dataset.isin(datasets)]
-    entries = [*OURS, *(f"{name} (published)" for _, name in PUBLISHED)]
+    entries = [*OURS, *(published_entry(model) for model, _ in PUBLISHED)]
     entries = [e for e in entries if e in set(cells.entry)]
     improved = get_recipe("improved")
     recipe = "; ".join(f"`{model}` {json.dumps(improved.options_for(model), sort_keys=True)}"
@@ -131,8 +137,7 @@ def targets(cells: pd.DataFrame) -> list[str]:
     wide = cells.pivot_table(index=["dataset", "pred_len"], columns="entry", values="mse")
     lines = ["Targets, on the cells run so far:", ""]
     for ours in PAPER_MODELS:
-        name = dict(PUBLISHED)[ours]
-        reference = f"{name} (published)"
+        name, reference = dict(PUBLISHED)[ours], published_entry(ours)
         if ours not in wide or "naive" not in wide:
             lines.append(f"- `{ours}`: not run yet.")
             continue
@@ -162,8 +167,7 @@ def reproduction(wide: pd.DataFrame) -> list[str]:
     """How the papers' own sizes and training compare with the published re-runs: the reproduction's check."""
     lines = []
     for model in PAPER_MODELS:
-        ours, name = f"{model}-paper", dict(PUBLISHED)[model]
-        reference = f"{name} (published)"
+        ours, name, reference = f"{model}-paper", dict(PUBLISHED)[model], published_entry(model)
         if ours not in wide or reference not in wide:
             continue
         pair = wide[[ours, reference]].dropna()
