@@ -4,7 +4,8 @@
 # standard long-horizon benchmark"). Each worker runs on one thread: start two for this 2-core machine, on
 # disjoint cells (--horizons, --datasets or --shard K/N), never two on one cell.
 #
-#   FORECAST_DATA_DIR=../shared/datasets experiments/background_sweep.sh A --datasets ETTm2 --models informer --horizons 96
+#   FORECAST_DATA_DIR=../shared/datasets experiments/background_sweep.sh A \
+#     --datasets ETTm2 --models informer --horizons 96
 #   kill -TERM "$(cat ../runs/A.pid)"    # the same command resumes
 #
 # SIGTERM during training stops after the current step and checkpoints it; during validation (the end of an
@@ -35,6 +36,7 @@ cd "$tree"
 # PYTHONPATH: the worktree's package, not the checkout's editable install. `python -m forecast` sets the allocator
 # itself as it starts (forecast.cli.console, forecast/allocator.py).
 PYTHONPATH=$tree OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONUNBUFFERED=1 setsid nohup "$python" -m forecast sweep \
-  --sweep experiments/long_horizon.yaml --runs_dir "$grid/runs" --progress false "$@" >> "$grid/$name.log" 2>&1 < /dev/null &
+  --sweep experiments/long_horizon.yaml --runs_dir "$grid/runs" --progress false "$@" \
+  >> "$grid/$name.log" 2>&1 < /dev/null &
 echo $! > "$grid/$name.pid"
 echo "worker $name: pid $!, code at $commit ($tree), log $grid/$name.log"

@@ -18,5 +18,6 @@ mkdir -p experiments/data
 [ -f experiments/data/ETTh1_panel.csv ] || "$PYTHON" experiments/make_panel.py --from-wide ETTh1 \
   --output experiments/data/ETTh1_panel.csv
 for models in "naive seasonal_naive dlinear" "logsparse informer"; do
-  "$FORECAST" sweep --sweep experiments/panel.yaml --datasets synthetic_panel_300 synthetic_panel ETTh1_panel --models $models
+  "$FORECAST" sweep --sweep experiments/panel.yaml --datasets synthetic_panel_300 synthetic_panel ETTh1_panel \
+    --models $models
 done

@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     for folder in sorted(path for path in args.configs_dir.iterdir() if path.is_dir()):
         if args.datasets and folder.name not in args.datasets:
             continue
-        for path in sorted(folder.glob("*.yaml"), key=lambda p: (p.stem.rsplit("_", 2)[0], int(p.stem.rsplit("_")[-1]))):
+        for path in sorted(folder.glob("*.yaml"),
+                           key=lambda p: (p.stem.rsplit("_", 2)[0], int(p.stem.rsplit("_")[-1]))):
             config = load_config(path)
             name, horizon = path.stem.rsplit("_", 2)[0], config.data["pred_len"]
             if config.model in PARAMETER_FREE or (args.models and name not in args.models) or (

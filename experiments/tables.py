@@ -48,7 +48,8 @@ def headline_tables(results_dir: str | os.PathLike[str], published: str | os.Pat
     results = read_results_dir(results_dir)
     wanted = {(dataset, *setting) for setting in settings}
     columns = ["dataset", "features", "seq_len", "label_len", "pred_len"]
-    chosen = results[[(d, f, int(s), int(l), int(p)) in wanted for d, f, s, l, p in results[columns].itertuples(index=False)]]
+    chosen = results[[(d, f, int(s), int(l), int(p)) in wanted
+                      for d, f, s, l, p in results[columns].itertuples(index=False)]]
     return detail_tables(chosen, read_published(published), configured_settings(configs_dir))
 
 

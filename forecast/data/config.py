@@ -23,8 +23,9 @@ class DataConfig:
     ``date_column=None``: the DatetimeIndex, else the one column holding timestamps.
     ``split``: ``None`` (the registered protocol of a known dataset, else ``'ratio'``), a
     protocol name, three fractions, three integer row ends, two dates where val and test
-    start, or a ``RowSplit``/``FractionSplit``/``DateSplit``. ``drop_last_train`` defaults to ``False`` (every training window is used each epoch; the field drops the
-    last partial batch: pass ``True`` to do the same). Val/test/predict loaders never drop
+    start, or a ``RowSplit``/``FractionSplit``/``DateSplit``. ``drop_last_train`` defaults to
+    ``False`` (every training window is used each epoch; the field drops the last partial
+    batch: pass ``True`` to do the same). Val/test/predict loaders never drop
     or shuffle. ``test_split`` and ``predict_split`` name the windows the test and predict
     loaders serve (``'test'``; ``test_split='val'`` scores the validation windows with the
     test report, e.g. to check a probabilistic model's calibration before looking at test).
