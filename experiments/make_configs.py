@@ -29,8 +29,8 @@ horizons 96/192/336/720, ``M``, on ETTh1, ETTh2, ETTm1, ETTm2, weather, exchange
 national_illness at input 36, label 18, horizons 24/36/48/60). In every cell: ``naive``,
 ``seasonal_naive`` (the dataset's daily cycle, weekly for daily data; none for weather and
 ILI, whose seasons are longer than the input: see :data:`SEASONS`), ``dlinear``, and ``informer`` and
-``logsparse`` in the ``improved`` recipe; ``informer-paper`` (the Informer paper's sizes and training, ``recipe: paper``,
-factor 3 as in the Autoformer re-runs, in bf16 autocast) in every cell, for a lent GPU;
+``logsparse`` in the ``improved`` recipe; ``informer-paper`` (the Informer paper's sizes and training,
+``recipe: paper``, factor 3 as in the Autoformer re-runs, in bf16 autocast) in every cell, for a lent GPU;
 ``logsparse-paper`` (the LogSparse paper's sizes and the same training, in fp32) in every cell.
 Improved models take the recipe's options (written in no file), so a config follows the recipe; the parameter-free
 baselines pin ``recipe: paper``, their rows shared with ``experiments/configs``.
