@@ -42,10 +42,9 @@ DATASETS = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "exchange_rate", "nat
 _KEY = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training", "data"]
 
 
-def published_entry(model: str) -> str:
-    """The table entry of ``model``'s published counterpart in PUBLISHED, e.g. ``LogTrans (published)``."""
-    return f"{dict(PUBLISHED)[model]} (published)"
-
+def published_entry(name: str) -> str:
+    """The table entry of a published model ``name`` (PUBLISHED's second field), e.g. ``LogTrans (published)``."""
+    return f"{name} (published)"
 
 
 def cell_table(results: pd.DataFrame, configs_dir: Path, published: pd.DataFrame,
@@ -75,7 +74,7 @@ def cell_table(results: pd.DataFrame, configs_dir: Path, published: pd.DataFrame
             window = row.seq_len if pd.notna(row.seq_len) else paper_window.get((row.dataset, "M", int(row.pred_len)))
             if (row.dataset, int(row.pred_len)) in cells and window == windows[row.dataset]:
                 rows.append({"dataset": row.dataset, "seq_len": int(window), "pred_len": int(row.pred_len),
-                             "entry": published_entry(model), "mse": row.mse, "mae": row.mae, "seeds": float("nan"),
+                             "entry": published_entry(name), "mse": row.mse, "mae": row.mae, "seeds": float("nan"),
                              "source": "published"})
     return pd.concat([ours, pd.DataFrame(rows, columns=ours.columns)], ignore_index=True)
 
@@ -90,7 +89,7 @@ def _cell(mse: float, mae: float, seeds: float, best: bool) -> str:
 def render(cells: pd.DataFrame, datasets: tuple[str, ...] = DATASETS, summaries: bool = True) -> str:
     """The cells of ``datasets`` as one Markdown table; with ``summaries`` the ranks and targets after it."""
     cells = cells[cells.dataset.isin(datasets)]
-    entries = [*OURS, *(published_entry(model) for model, _ in PUBLISHED)]
+    entries = [*OURS, *(published_entry(name) for _, name in PUBLISHED)]
     entries = [e for e in entries if e in set(cells.entry)]
     improved = get_recipe("improved")
     recipe = "; ".join(f"`{model}` {json.dumps(improved.options_for(model), sort_keys=True)}"
@@ -137,7 +136,8 @@ def targets(cells: pd.DataFrame) -> list[str]:
     wide = cells.pivot_table(index=["dataset", "pred_len"], columns="entry", values="mse")
     lines = ["Targets, on the cells run so far:", ""]
     for ours in PAPER_MODELS:
-        name, reference = dict(PUBLISHED)[ours], published_entry(ours)
+        name = dict(PUBLISHED)[ours]
+        reference = published_entry(name)
         if ours not in wide or "naive" not in wide:
             lines.append(f"- `{ours}`: not run yet.")
             continue
@@ -167,7 +167,8 @@ def reproduction(wide: pd.DataFrame) -> list[str]:
     """How the papers' own sizes and training compare with the published re-runs: the reproduction's check."""
     lines = []
     for model in PAPER_MODELS:
-        ours, name, reference = f"{model}-paper", dict(PUBLISHED)[model], published_entry(model)
+        ours, name = f"{model}-paper", dict(PUBLISHED)[model]
+        reference = published_entry(name)
         if ours not in wide or reference not in wide:
             continue
         pair = wide[[ours, reference]].dropna()
