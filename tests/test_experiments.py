@@ -785,3 +785,31 @@ def test_background_sweep_starts_a_worker_from_a_worktree_pinned_at_the_commit(t
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
+
+
+def test_exchange_rate_floor_cuts_the_data_modules_windows_and_fits_its_families_exactly(tmp_path, capsys):
+    """The windows are the data module's, scaled; a ridge map penalized without bound forecasts the last value;
+    the level regression recovers a per-variable linear reversion exactly; the table marks one chosen member."""
+    from forecast.data import WindowDataModule
+
+    script = load_script("exchange_rate_floor")
+    data = WindowDataModule(str(toy_csv(tmp_path)), 24, 12, 6, features="M")
+    x, y = script.split_windows(data, "val")
+    dataset = data.dataset("val")
+    assert x.shape[0] == len(dataset)
+    for index in (0, len(dataset) - 1):
+        torch.testing.assert_close(x[index].float(), dataset[index]["x"])
+        torch.testing.assert_close(y[index].float(), dataset[index]["y"][12:])
+    torch.testing.assert_close(script.ridge(x, y, 1e12)(x), script.naive(6)(x), atol=1e-6, rtol=0)
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 24, 3, generator=generator, dtype=torch.float64)
+    slopes = torch.tensor([0.5, -0.3, 0.1], dtype=torch.float64)  # [C], each variable its own
+    change = (slopes * x[:, -1] - 0.2 * x.mean(1) + 0.1)[:, None].expand(-1, 6, -1)  # [N, P, C]
+    y = x[:, -1:] + change * torch.linspace(0.5, 1, 6, dtype=torch.float64)[:, None]  # the step scales it
+    torch.testing.assert_close(script.level(x, y)(x), y)
+    assert script.mse(script.naive(6), (x, y)) > 0
+
+    script.main(["--dataset", str(toy_csv(tmp_path)), "--horizons", "6", "--mixes", "0.5", "0.9"])
+    printed = capsys.readouterr().out
+    assert printed.count("(chosen)") == 2  # centre and ridge: naive and level have one member each
