@@ -11,7 +11,8 @@
 # budget appends its row to /tmp/device-results/<dataset>.csv, which starts as a copy of experiments/results/ so
 # that finished runs are skipped. A run cut off by the budget saves its step (SIGTERM) under /tmp; a later call on
 # the same warm machine resumes it and keeps the earlier call's rows. $OUT gets, first, results.tar.gz (the
-# results files that gained rows: kilobytes, written before anything slow), then runs.tar in 15 MiB parts (the
+# results files that gained rows: kilobytes, refreshed every 15 s while the workers run, so that a call the device
+# tool kills before BUDGET still returns the rows so far), then runs.tar in 15 MiB parts (the
 # device tool returns at most eight files of 16 MiB) holding the finished runs' saved forecasters (model.pt,
 # config.json, scaler.json: what is fitted after training can be refitted from them later), the smallest first
 # while they fit in RUNS_MIB and in the files left (a paper-size Informer's is 45 MB: the log names those left
@@ -64,18 +65,32 @@ worker() {
       --results_dir "$RESULTS" --runs_dir "$RUNS" --shard "$k/$WORKERS" $spec
   done
 }
+snapshot_results() {  # $OUT/results.tar.gz: the results files that gained rows (kilobytes), replaced whole
+  local pack name
+  pack=$(mktemp -d)
+  mkdir -p "$pack/results"
+  for name in $datasets; do
+    [ -f "$RESULTS/$name.csv" ] && ! cmp -s "$RESULTS/$name.csv" "experiments/results/$name.csv" \
+      && cp "$RESULTS/$name.csv" "$pack/results/"
+  done
+  tar -czf "$OUT/.results.tar.gz.partial" -C "$pack" results && mv "$OUT/.results.tar.gz.partial" "$OUT/results.tar.gz"
+  rm -rf "$pack"
+}
+workers=()
 for ((k = 0; k < WORKERS; k++)); do
   worker "$k" > "/tmp/device-worker-$k.log" 2>&1 &
+  workers+=($!)
 done
-wait
+# While they run, the rows so far are in $OUT every 15 s: the device tool returns what $OUT holds even when it
+# kills a call at its limit, which can come before BUDGET (the seventh loan's second call lost its rows so).
+( while sleep 15; do snapshot_results; done ) &
+snapshots=$!
+wait "${workers[@]}"
+kill "$snapshots" 2> /dev/null
+wait "$snapshots" 2> /dev/null
 # The results first, alone and small, so that no slow step after it can lose them.
+snapshot_results
 pack=$(mktemp -d)
-mkdir -p "$pack/results"
-for name in $datasets; do
-  [ -f "$RESULTS/$name.csv" ] && ! cmp -s "$RESULTS/$name.csv" "experiments/results/$name.csv" \
-    && cp "$RESULTS/$name.csv" "$pack/results/"
-done
-tar -czf "$OUT/results.tar.gz" -C "$pack" results
 # Then the saved forecasters, smallest first, within RUNS_MIB and the device tool's eight files (benchmarks/
 # device_bench.sh may share the call and $OUT; one file stays free for the log).
 parts=$((8 - $(find "$OUT" -maxdepth 1 -type f ! -name log.txt | wc -l) - 1))
