@@ -34,12 +34,16 @@ class KeySample:
             block that enumerates fewer than U keys). Rows past ``query_len`` pad.
         block_size: queries per block.
         query_len: L.
+        all_valid: whether every entry of ``valid`` is True, known when the sample is drawn (on the CPU), so
+            that the measurement never reads it back from the device: no synchronization there, and no graph
+            break under ``torch.compile``.
     """
 
     indices: Tensor
     valid: Tensor
     block_size: int
     query_len: int
+    all_valid: bool
 
     def per_query(self) -> tuple[Tensor, Tensor]:
         """``([L, U] key index, [L, U] validity)`` for every query."""
@@ -85,7 +89,7 @@ def draw_key_sample(
     if causal:
         query_position = torch.arange(n_blocks * slots).unsqueeze(-1)  # [n_blocks*G, 1]
         valid = valid & (indices.repeat_interleave(slots, dim=0) <= query_position)
-    return KeySample(indices.to(device), valid.to(device), slots, query_len)
+    return KeySample(indices.to(device), valid.to(device), slots, query_len, bool(valid.all()))
 
 
 def _query_blocks(queries: Tensor, n_blocks: int, block: int) -> Tensor:
@@ -119,7 +123,7 @@ def sparsity_measurement(queries: Tensor, keys: Tensor, sample: KeySample, scale
     scores = scores.to(_accumulation_dtype(scores.dtype))
     valid = sample.valid.view(1, n_blocks, 1, block, slots)
     count = valid.sum(dim=-1)  # [1, n_blocks, 1, G]
-    if bool(valid.all()):
+    if sample.all_valid:
         measurement = scores.amax(dim=-1) - scores.mean(dim=-1)  # [B, n_blocks, H, G]
     else:
         peak = scores.masked_fill(~valid, float("-inf")).amax(dim=-1)
@@ -290,6 +294,9 @@ class ProbSparseAttention(nn.Module):
             self._train_generator = torch.Generator().manual_seed(self.seed)
         return self._train_generator
 
+    # Compiled, the draw runs eagerly as one graph break: dynamo traces neither a torch.Generator nor reading
+    # the sample's validity back.
+    @torch.compiler.disable
     def sample_keys(self, query_len: int, key_len: int, device: torch.device | str | None = None) -> KeySample:
         """The key sample the next forward call would use (advances it in training mode)."""
         return draw_key_sample(
