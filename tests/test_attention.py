@@ -240,7 +240,7 @@ def test_prob_sparse_is_deterministic_in_eval_and_ignores_the_global_rng() -> No
 def test_compiled_prob_sparse_equals_eager_and_breaks_the_graph_only_to_draw_its_sample(causal: bool) -> None:
     """Under torch.compile the key sample is drawn eagerly (at most one graph break) and the rest traced: the
     same seed gives the same output, and no break comes from the generator or from reading the sample's
-    validity back (before 2026-11-28 a tiny Informer compiled into 66 graphs, now 16)."""
+    validity back (before 2026-11-28 a tiny Informer's step traced into 66 graphs, now 52)."""
     q, k, v = _qkv(2, 40, 40, 2, 4)
     eager = ProbSparseAttention(factor=1, causal=causal, seed=5).eval()(q, k, v)
     torch._dynamo.reset()

@@ -11,8 +11,7 @@ dropped elements zeroed, and the backward pass keeps only their positions, not a
 float32 uniform per element is cheaper: ``rand < 1 - p`` is the same Bernoulli mask (to float32's
 2**-24 steps), about twice as fast as ``bernoulli_``. Both draw from torch's global generator, so
 seeding and checkpointed random states cover them. Other devices keep ``F.dropout`` (CUDA's is one
-fused kernel), and so does code that ``torch.compile`` traces, where the gaps' data-dependent sizes
-would break the graph at every dropout.
+fused kernel).
 """
 
 from __future__ import annotations
@@ -74,8 +73,8 @@ def apply_dropout(x: Tensor, p: float, training: bool) -> Tensor:
     when ``training``; ``x`` itself otherwise."""
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or p >= 1.0 or torch.compiler.is_compiling():
-        return F.dropout(x, p, True)  # compiled, drawing the gaps (data-dependent sizes) would break the graph
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p, True)
     keep = 1.0 - p
     if p < GAP_DRAWS_BELOW:
         return _DropAt.apply(x, dropped_positions(x.numel(), p), 1.0 / keep)
