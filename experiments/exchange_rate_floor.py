@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor
+from torch.utils.data import DataLoader
 
 from forecast.data import WindowDataModule
 
@@ -37,12 +38,11 @@ Forecast = Callable[[Tensor], Tensor]  # [N, L, C] -> [N, P, C]
 
 
 def split_windows(data: WindowDataModule, split: str) -> tuple[Tensor, Tensor]:
-    """Every window of a split as float64 ``(x [N, L, C], y [N, P, C])`` on the scaled values."""
+    """Every window of a split as float64 ``(x [N, L, C], y [N, P, C])`` on the scaled values, as the
+    data module's dataset cuts them (one batch of them all)."""
     windows = data.dataset(split)
-    length = windows.seq_len + windows.pred_len
-    stacked = windows.values.double().unfold(0, length, 1)[windows.starts]  # [N, C, L + P]
-    stacked = stacked.transpose(1, 2)  # [N, L + P, C]
-    return stacked[:, :windows.seq_len], stacked[:, windows.seq_len:]
+    batch = next(iter(DataLoader(windows, batch_size=len(windows))))
+    return batch["x"].double(), batch["y"][:, windows.label_len:].double()  # [N, L, C], [N, P, C]
 
 
 def naive(pred_len: int) -> Forecast:
