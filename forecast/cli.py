@@ -4,6 +4,7 @@
     forecast validate --config experiments/configs/ETTh1/informer_M_24.yaml
     forecast test     --config experiments/configs/ETTh1/informer_M_24.yaml
     forecast predict  --config experiments/configs/ETTh1/informer_M_24.yaml --output future.csv
+    forecast predict  --run_dir runs/etth1 --output future.csv      # a fitted run's folder alone
     forecast sweep    --sweep experiments/benchmark.yaml --datasets ETTh1 --models informer naive --seeds 0 1 2
     forecast report   --results_dir experiments/results --configs_dir experiments/configs \\
                       --published experiments/published.csv --readme experiments/README.md
@@ -14,7 +15,9 @@
 runs again) to ``run_dir`` (default ``runs/<run name>``, the folder ``forecast sweep`` trains the same run in:
 :meth:`forecast.experiment.Experiment.run_name`, the dataset, window, seed and recipe, then a digest
 of the model options and training settings); ``validate``, ``test`` and ``predict`` load the
-run the same config (and model/data overrides) names, or ``--run_dir DIR``. ``test``
+run the same config (and model/data overrides) names, or ``--run_dir DIR``; with ``--run_dir`` and no config,
+the run as it was saved (its split, and the registered dataset it was fitted on unless ``--input`` names
+other data). ``test``
 scores every test window (``--windows val`` the validation windows, with the same report). ``predict``
 writes the forecast of the ``pred_len`` steps after the last row of the data as a CSV
 (timestamps, original units).
@@ -57,6 +60,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -97,11 +101,11 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
     from forecast.config import parse_config
 
     flags = [*_COMMAND_FLAGS[command], *([_INPUT] if command != "fit" else [])]
-    named = {token.partition("=")[0] for token in tokens}
-    if not named & {"--config", "--data.dataset", "-h", "--help"}:
+    if not _named(tokens) & {"--config", "--data.dataset", "-h", "--help"}:
+        run_dir = "" if command == "fit" else "; or --run_dir DIR of a fitted run alone"
         raise ConfigError(f"no config given. Fix: forecast {command} --config FILE.yaml (see experiments/configs/), "
                           "then overrides such as --trainer.max_epochs 1; or name everything by flags, starting "
-                          "with --model.name and --data.dataset (forecast fit --help lists them).")
+                          f"with --model.name and --data.dataset (forecast fit --help lists them){run_dir}.")
 
     def add_flags(parser: Any) -> None:
         for name, annotation, default, help_text in flags:
@@ -117,12 +121,79 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
     return config, {name: given.get(name, default) for name, _, default, _ in flags}
 
 
+def _named(tokens: Sequence[str]) -> set[str]:
+    return {token.partition("=")[0] for token in tokens}
+
+
 def _run_dir(config, must_exist: bool) -> Path:
     run_dir = config.resolved_run_dir()
     if must_exist and not (run_dir / "config.json").is_file():
         raise ConfigError(f"{run_dir} holds no fitted run. Fix: run `forecast fit` with the same config and "
                           "overrides first, or pass --run_dir DIR of a fitted run.")
     return run_dir
+
+
+@dataclass(frozen=True)
+class _FittedRun:
+    """What ``validate``, ``test`` and ``predict`` work from: the run folder, its forecaster, the data to
+    read (``--input``, else the config's dataset), the split (``None``: the fit's) and the command's flags."""
+
+    run_dir: Path
+    forecaster: Any
+    data: str
+    split: Any
+    flags: dict[str, Any]
+
+
+def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
+    """The run a config names (its options and overrides, or ``--run_dir``), or, with ``--run_dir`` and no
+    config, the run in that folder as it was saved: its data a registered dataset it was fitted on unless
+    ``--input`` names other data, its split the fit's."""
+    from forecast.api import Forecaster
+
+    if "--run_dir" in _named(tokens) and not _named(tokens) & {"--config", "--data.dataset", "-h", "--help"}:
+        flags = _saved_run_flags(command, tokens)
+        run_dir = Path(flags.pop("run_dir"))
+        if not (run_dir / "config.json").is_file():
+            raise ConfigError(f"{run_dir} holds no fitted run (no config.json). Fix: pass --run_dir DIR of a run "
+                              "that `forecast fit` saved.")
+        forecaster = Forecaster.load(run_dir)
+        return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_dataset(forecaster, run_dir), None, flags)
+    config, flags = _config(command, tokens)
+    run_dir = _run_dir(config, must_exist=True)
+    return _FittedRun(run_dir, Forecaster.load(run_dir), flags["input"] or config.dataset, config.split, flags)
+
+
+def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:
+    """``--run_dir`` and the command's own flags, parsed with their types; ConfigError for any other option."""
+    from jsonargparse import ArgumentError, ArgumentParser
+
+    flags = [*_COMMAND_FLAGS[command], _INPUT]
+    parser = ArgumentParser(prog=f"forecast {command}", exit_on_error=False, allow_abbrev=False)
+    parser.add_argument("--run_dir", type=str, required=True)
+    for name, annotation, default, help_text in flags:
+        parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
+    try:
+        return parser.parse_args(tokens).as_dict()
+    except ArgumentError as error:
+        message = " ".join(str(error).split())
+        if message.startswith("unrecognized arguments"):
+            message += (f". With --run_dir and no config the run is used as it was saved, and the valid options are "
+                        f"{['--run_dir', *(f'--{flag[0]}' for flag in flags)]}. Fix: name the run by its config "
+                        "(--config FILE.yaml, then overrides) to set others")
+        raise ConfigError(f"forecast {command}: {message}.") from None
+
+
+def _fitted_dataset(forecaster: Any, run_dir: Path) -> str:
+    """The registered dataset the run was fitted on; ConfigError naming ``--input`` for any other data, which
+    the saved run names only by its file stem."""
+    from forecast import datasets
+
+    name = forecaster.fitted_state.dataset
+    if datasets.find(name) is None:
+        raise ConfigError(f"{run_dir} was fitted on {name!r}, which is not a registered dataset. Fix: pass the "
+                          "data with --input (a CSV path), or the run's config with --config FILE.yaml.")
+    return name
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -155,43 +226,33 @@ def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
 
 
 def _validate(args: argparse.Namespace, tokens: list[str]) -> int:
-    from forecast.api import Forecaster
-
-    config, flags = _config("validate", tokens)
-    run_dir = _run_dir(config, must_exist=True)
-    data = flags["input"] or config.dataset
-    report = Forecaster.load(run_dir).evaluate(data, split=config.split, windows="val")
-    print(f"validation of {run_dir} on {data} over {report.attrs['n_windows']} windows:")
+    run = _fitted_run("validate", tokens)
+    report = run.forecaster.evaluate(run.data, split=run.split, windows="val")
+    print(f"validation of {run.run_dir} on {run.data} over {report.attrs['n_windows']} windows:")
     print(_table(report))
     return 0
 
 
 def _test(args: argparse.Namespace, tokens: list[str]) -> int:
-    from forecast.api import Forecaster
     from forecast.metrics import pivot_report
 
-    config, flags = _config("test", tokens)
-    windows = flags["windows"]
-    run_dir = _run_dir(config, must_exist=True)
-    report = Forecaster.load(run_dir).evaluate(flags["input"] or config.dataset, split=config.split,
-                                               windows=windows, detail=True)
-    destination = Path(flags["report"]) if flags["report"] else run_dir / f"{windows}_report.csv"
+    run = _fitted_run("test", tokens)
+    windows = run.flags["windows"]
+    report = run.forecaster.evaluate(run.data, split=run.split, windows=windows, detail=True)
+    destination = Path(run.flags["report"]) if run.flags["report"] else run.run_dir / f"{windows}_report.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
     report.to_csv(destination, index=False)
-    print(f"test of {run_dir} over {int(report['n_windows'].iloc[0])} {windows} windows:")
+    print(f"test of {run.run_dir} over {int(report['n_windows'].iloc[0])} {windows} windows:")
     print(_table(pivot_report(report)))
     print(f"full report (per horizon step and variable): {destination}")
     return 0
 
 
 def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
-    from forecast.api import Forecaster
-
-    config, flags = _config("predict", tokens)
-    run_dir = _run_dir(config, must_exist=True)
-    forecaster = Forecaster.load(run_dir)
-    future = forecaster.predict(flags["input"] or config.dataset, future_covariates=flags["future_covariates"])
-    destination = Path(flags["output"]) if flags["output"] else run_dir / "forecast.csv"
+    run = _fitted_run("predict", tokens)
+    forecaster = run.forecaster
+    future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
+    destination = Path(run.flags["output"]) if run.flags["output"] else run.run_dir / "forecast.csv"
     destination.parent.mkdir(parents=True, exist_ok=True)
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         future.to_csv(destination, index=False)

@@ -290,6 +290,10 @@ def _named_model_and_recipe(paths: Sequence[Path], tokens: Sequence[str]) -> tup
     def from_file(path: str | os.PathLike[str]) -> None:
         nonlocal name, recipe
         content = read_yaml(path)
+        if content.get("format") == "forecast.Forecaster":
+            raise ConfigError(f"{path} is what a fitted run saved, not a run config. Fix: --run_dir "
+                              f"{Path(path).parent} to validate, test or predict from that run; or --config "
+                              "FILE.yaml, the config it was fitted with.")
         section = content.get("model")
         if isinstance(section, Mapping) and isinstance(section.get("name"), str):
             name = section["name"]

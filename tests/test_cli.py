@@ -121,6 +121,35 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
     assert "over 23 val windows" in capsys.readouterr().out
     assert set(pd.read_csv(workdir / "run" / "val_report.csv")["n_windows"]) == {23}
 
+    # the run folder alone names the same run: the same report without the config
+    assert main(["test", "--run_dir", "run", "--input", "toy.csv", "--report", "again.csv"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(workdir / "again.csv"), report)
+
+
+def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(workdir, capsys):
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "ETTh1", "--data.pred_len", "4",
+                 "--run_dir", "etth1"]) == 0
+    assert main(["predict", "--run_dir", "etth1", "--output", "future.csv"]) == 0
+    future = pd.read_csv(workdir / "future.csv", index_col=0, parse_dates=True)
+    pd.testing.assert_frame_equal(future, Forecaster.load(workdir / "etth1").predict("ETTh1"), check_freq=False,
+                                  check_index_type=False)
+    capsys.readouterr()
+    assert main(["validate", "--run_dir", "etth1"]) == 0
+    assert "validation of etth1 on ETTh1 over 2877 windows" in capsys.readouterr().out
+
+    # a CSV the run names by its stem only, an option of a config, a folder without a run, a saved run as a config
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "toy"]) == 0
+    capsys.readouterr()
+    for args, fix in ((["validate", "--run_dir", "toy"], "not a registered dataset. Fix: pass the data with --input"),
+                      (["predict", "--run_dir", "toy", "--model.d_model", "8"], "valid options are ['--run_dir', "
+                                                                                  "'--output'"),
+                      (["test", "--run_dir", "nothing"], "nothing holds no fitted run"),
+                      (["test", "--config", "toy/config.json"], "is what a fitted run saved, not a run config. Fix: "
+                                                                 "--run_dir toy")):
+        assert main(args) == 2
+        assert fix in capsys.readouterr().err
+
 
 def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
     """One run-folder scheme: `forecast sweep`, `forecast fit` and `forecast predict` find the same run."""
