@@ -101,7 +101,7 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
     from forecast.config import parse_config
 
     flags = [*_COMMAND_FLAGS[command], *([_INPUT] if command != "fit" else [])]
-    if not _named(tokens) & {"--config", "--data.dataset", "-h", "--help"}:
+    if not _names_a_config(tokens):
         run_dir = "" if command == "fit" else "; or --run_dir DIR of a fitted run alone"
         raise ConfigError(f"no config given. Fix: forecast {command} --config FILE.yaml (see experiments/configs/), "
                           "then overrides such as --trainer.max_epochs 1; or name everything by flags, starting "
@@ -121,8 +121,12 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
     return config, {name: given.get(name, default) for name, _, default, _ in flags}
 
 
-def _named(tokens: Sequence[str]) -> set[str]:
-    return {token.partition("=")[0] for token in tokens}
+def _names_a_config(tokens: Sequence[str]) -> bool:
+    return bool({token.partition("=")[0] for token in tokens} & {"--config", "--data.dataset", "-h", "--help"})
+
+
+def _names_saved_run_only(tokens: Sequence[str]) -> bool:
+    return "--run_dir" in {token.partition("=")[0] for token in tokens} and not _names_a_config(tokens)
 
 
 def _run_dir(config, must_exist: bool) -> Path:
@@ -151,7 +155,7 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     ``--input`` names other data, its split the fit's."""
     from forecast.api import Forecaster
 
-    if "--run_dir" in _named(tokens) and not _named(tokens) & {"--config", "--data.dataset", "-h", "--help"}:
+    if _names_saved_run_only(tokens):
         flags = _saved_run_flags(command, tokens)
         run_dir = Path(flags.pop("run_dir"))
         if not (run_dir / "config.json").is_file():
@@ -204,7 +208,11 @@ def _print_config(command: str, tokens: list[str]) -> int:
     """``--print_config``: the config as given, then what the recipe and the defaults fill in, as comments."""
     from forecast.config import describe_config
 
-    config, _ = _config(command, [token for token in tokens if token.partition("=")[0] not in _PRINT_CONFIG])
+    tokens = [token for token in tokens if token.partition("=")[0] not in _PRINT_CONFIG]
+    if _names_saved_run_only(tokens):
+        raise ConfigError("--print_config prints a config given by --config files or flags. Fix: read a fitted "
+                          "run's configuration in the config.json of its --run_dir folder.")
+    config, _ = _config(command, tokens)
     print(describe_config(config), end="")
     return 0
 

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -41,6 +42,8 @@ from forecast.plotting import plot_forecast, quantile_column
 from forecast.training import last_checkpoint, load_checkpoint
 
 __all__ = ["Predictor"]
+
+log = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.json"
 SCALER_FILE = "scaler.json"
@@ -167,16 +170,21 @@ def read_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid JSON ({error}). Fix: save the forecaster again.") from error
 
 
-def _write_json(path: Path, content: Mapping[str, Any]) -> None:
-    # A temporary file of its own: under DDP every process writes the (same) config at once.
+def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(temporary)``, then the temporary file renamed to ``path``: a reader sees the old file or the new
+    one, never half of one. A temporary file of its own: under DDP every process writes the (same) config."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
     try:
-        with os.fdopen(handle, "w") as out:
-            out.write(json.dumps(content, indent=2) + "\n")
+        write(Path(temporary))
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _write_json(path: Path, content: Mapping[str, Any]) -> None:
+    _write_atomically(path, lambda temporary: temporary.write_text(json.dumps(content, indent=2) + "\n"))
 
 
 def write_config(directory: Path, config: Mapping[str, Any], fitted: FittedState, split: Any) -> None:
@@ -230,8 +238,23 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
                 "Fix: use another run_dir, or resume=False to train from scratch there."
             )
     run_dir.mkdir(parents=True, exist_ok=True)
+    _remove_previous_fit(run_dir, resuming=checkpoint is not None)
     write_config(run_dir, config, fitted, split)
     return checkpoint is not None
+
+
+def _remove_previous_fit(run_dir: Path, resuming: bool) -> None:
+    """Before a fit rewrites ``run_dir``'s config and scaler: the weights a finished fit left there go, and so do
+    that fit's checkpoints unless this fit resumes them. Then the folder never pairs this fit's config and
+    scaler with another fit's weights (a fit killed before it finishes leaves no ``model.pt``: "the run never
+    finished"), and never resumes another fit's checkpoint under this config later."""
+    stale = [run_dir / WEIGHTS_FILE, *([] if resuming else sorted((run_dir / "checkpoints").glob("*.ckpt")))]
+    removed = [path for path in stale if path.is_file()]
+    for path in removed:
+        path.unlink(missing_ok=True)  # missing_ok: under DDP every process clears the folder
+    if removed:
+        log.info("%s: removed what the fit it held before left (%s); this fit %s", run_dir,
+                 ", ".join(path.name for path in removed), "resumes its checkpoint" if resuming else "starts afresh")
 
 
 # --------------------------------------------------------------------------- Predictor
@@ -481,7 +504,7 @@ class Predictor:
         directory = Path(path)
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
-        torch.save(state, directory / WEIGHTS_FILE)
+        _write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
         write_config(directory, self.config, self.fitted_state, self.split)
         return directory
 

@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -261,6 +262,43 @@ def test_load_refuses_directories_that_are_not_forecasters(tmp_path, fitted):
         Forecaster.load(directory)
 
 
+class _FailsAtFirstStep(Callback):
+    def on_train_batch_start(self, *args) -> None:
+        raise RuntimeError("stopped at the first step")
+
+
+def test_a_fit_stopped_in_a_folder_another_fit_finished_in_leaves_none_of_that_fits_weights(frame, tmp_path):
+    """The folder's config and scaler are the new fit's from its start: the old weights and checkpoints go with
+    them, so the folder neither loads them under the new scaler nor resumes them under the new config."""
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, **tiny("informer"), max_epochs=1)
+    Forecaster("informer", **options).fit(frame, run_dir=run_dir)
+    assert (run_dir / "model.pt").is_file() and list((run_dir / "checkpoints").glob("*.ckpt"))
+    other = frame.assign(OT=frame["OT"] * 100)
+    with pytest.raises(RuntimeError, match="the first step"):
+        Forecaster("informer", **options, callbacks=[_FailsAtFirstStep()]).fit(other, run_dir=run_dir, resume=False)
+    with pytest.raises(ConfigError, match="the run never finished"):
+        Forecaster.load(run_dir)
+    assert not list((run_dir / "checkpoints").glob("*.ckpt"))
+
+
+def test_save_replaces_the_weights_whole_or_not_at_all(fitted, tmp_path, monkeypatch):
+    directory = fitted.save(tmp_path / "model")
+    saved = torch.load(directory / "model.pt", weights_only=True)
+
+    def interrupted(state, path) -> None:
+        Path(path).write_bytes(b"half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fitted.save(directory)
+    monkeypatch.undo()
+    assert sorted(path.name for path in directory.iterdir()) == ["config.json", "model.pt", "scaler.json"]
+    reloaded = torch.load(directory / "model.pt", weights_only=True)
+    assert all(torch.equal(reloaded[name], tensor) for name, tensor in saved.items())
+
+
 # ---------------------------------------------------------------------------- options
 
 
@@ -333,11 +371,12 @@ def test_run_dir_checkpoints_every_epoch_and_resumes(csv, frame, tmp_path):
     other = dict(options, d_model=32)
     with pytest.raises(ConfigError, match="model_options"):
         Forecaster("informer", max_epochs=1, **other).fit(csv, run_dir=run)
+    assert sorted(path.name for path in (run / "checkpoints").glob("best-*.ckpt")) == ["best-epoch=1.ckpt"]
     recorder = EpochRecorder()
-    # Training from scratch where another run left its checkpoints: Lightning says so, rightly.
-    with pytest.warns(UserWarning, match="exists and is not empty"):
-        Forecaster("informer", max_epochs=1, callbacks=[recorder], **other).fit(csv, run_dir=run, resume=False)
+    # Training from scratch where another run left its checkpoints: they go, so nothing resumes them later.
+    Forecaster("informer", max_epochs=1, callbacks=[recorder], **other).fit(csv, run_dir=run, resume=False)
     assert recorder.epochs == [0]
+    assert sorted(path.name for path in (run / "checkpoints").glob("*.ckpt")) == ["best-epoch=0.ckpt", "last.ckpt"]
 
 
 class LastCheckpointStep(Callback):

@@ -117,6 +117,11 @@ def test_invalid_split_specs_raise_config_error(bad):
         resolve_split(bad)
 
 
+def test_two_fractions_are_told_that_fractions_come_in_threes():
+    with pytest.raises(ConfigError, match=r"two values are the dates .* or three fractions"):
+        resolve_split((0.7, 0.1))
+
+
 def test_window_count_is_never_negative():
     assert window_count(120, 96, 24) == 1
     assert window_count(119, 96, 24) == 0

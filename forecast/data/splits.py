@@ -86,8 +86,9 @@ DateLike = Union[str, datetime.date, np.datetime64]  # datetime.datetime and pd.
 
 def _timestamp(value: DateLike, name: str) -> pd.Timestamp:
     if not isinstance(value, (str, datetime.date, np.datetime64)):
-        raise ConfigError(f"date split: {name}={value!r} is not a date. Fix: pass a date string such as "
-                          "'2023-07-01' or a timestamp.")
+        raise ConfigError(f"date split: {name}={value!r} is not a date; two values are the dates where val and "
+                          "test start. Fix: pass a date string such as '2023-07-01' or a timestamp, or three "
+                          "fractions (0.7, 0.1, 0.2) or three row ends.")
     try:
         stamp = pd.Timestamp(value)
     except (ValueError, TypeError, OverflowError) as error:
