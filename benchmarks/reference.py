@@ -162,14 +162,18 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return (f"{float(row[f'{name}_ms']):,.0f} ({float(row[f'{name}_min_ms']):,.0f}-"
                 f"{float(row[f'{name}_max_ms']):,.0f})")
 
-    body = [[str(row["threads"]), row["precision"], allocator_of(row), span(row, "ours"),
-             span(row, "reference"), f"{float(row['speedup']):.3f}x", str(row["rounds"]),
-             f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in rows]
-    meta = rows[0] if rows else {}
-    commits = commits_of(rows)
-    return (f"ETTh1 `M` 96/48/24, batch 32, the paper's size; the original at {str(meta.get('reference_commit'))[:8]}; "
-            f"{meta.get('machine', '')}; torch {meta.get('torch', '')}; commit {commits}. "
-            f"Command: `{meta.get('command', '')}`.\n\n" + markdown_table(header, body) + "\n")
+    # A table per machine: the ratio is the comparison, and it is read within one machine's run.
+    tables = []
+    for machine_name in dict.fromkeys(row["machine"] for row in rows):
+        run = [row for row in rows if row["machine"] == machine_name]
+        body = [[str(row["threads"]), row["precision"], allocator_of(row), span(row, "ours"),
+                 span(row, "reference"), f"{float(row['speedup']):.3f}x", str(row["rounds"]),
+                 f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in run]
+        meta = run[0]
+        tables.append(f"ETTh1 `M` 96/48/24, batch 32, the paper's size; the original at "
+                      f"{str(meta.get('reference_commit'))[:8]}; {machine_name}; torch {meta.get('torch', '')}; commit "
+                      f"{commits_of(run)}. Command: `{meta.get('command', '')}`.\n\n" + markdown_table(header, body) + "\n")
+    return "\n".join(tables)
 
 
 def main(argv: list[str] | None = None) -> int:
