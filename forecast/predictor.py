@@ -253,8 +253,9 @@ def _remove_previous_fit(run_dir: Path, resuming: bool) -> None:
     for path in removed:
         path.unlink(missing_ok=True)  # missing_ok: under DDP every process clears the folder
     if removed:
-        log.info("%s: removed what the fit it held before left (%s); this fit %s", run_dir,
-                 ", ".join(path.name for path in removed), "resumes its checkpoint" if resuming else "starts afresh")
+        log.info("%s: removed %s; this fit %s", run_dir, ", ".join(path.name for path in removed),
+                 "resumes the checkpoint and saves the model again when it finishes" if resuming
+                 else "replaces the fit the folder held")
 
 
 # --------------------------------------------------------------------------- Predictor
