@@ -170,9 +170,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                  span(row, "reference"), f"{float(row['speedup']):.3f}x", str(row["rounds"]),
                  f"{float(row['others_cpu']):.2f}" if row["others_cpu"] not in ("", None) else "–"] for row in run]
         meta = run[0]
-        tables.append(f"ETTh1 `M` 96/48/24, batch 32, the paper's size; the original at "
-                      f"{str(meta.get('reference_commit'))[:8]}; {machine_name}; torch {meta.get('torch', '')}; commit "
-                      f"{commits_of(run)}. Command: `{meta.get('command', '')}`.\n\n" + markdown_table(header, body) + "\n")
+        caption = (f"ETTh1 `M` 96/48/24, batch 32, the paper's size; the original at "
+                   f"{str(meta.get('reference_commit'))[:8]}; {machine_name}; torch {meta.get('torch', '')}; commit "
+                   f"{commits_of(run)}. Command: `{meta.get('command', '')}`.")
+        tables.append(f"{caption}\n\n{markdown_table(header, body)}\n")
     return "\n".join(tables)
 
 

@@ -328,7 +328,7 @@ class Forecaster:
         that split's windows instead: e.g. a probabilistic model's interval coverage on
         validation, checked before looking at test. ``data`` (with ``split``, default the
         fit's) scores other data, e.g. after ``load``, scaled with the fitted state (never
-        refitted); it must hold the fitted variables, else
+        refitted); it must hold the fitted variables (found by name, in any order), else
         :class:`~forecast.errors.UnknownColumnError`.
 
         A panel's windows of every series are pooled; ``by_series=True`` returns one row per

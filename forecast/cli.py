@@ -62,11 +62,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from forecast.errors import ConfigError, ForecastError
+
+if TYPE_CHECKING:  # Lightning's import, which --help and the commands that train nothing never pay
+    from forecast.api import Forecaster
 
 __all__ = ["build_parser", "main"]
 
@@ -143,7 +146,7 @@ class _FittedRun:
     read (``--input``, else the config's dataset), the split (``None``: the fit's) and the command's flags."""
 
     run_dir: Path
-    forecaster: Any
+    forecaster: Forecaster
     data: str
     split: Any
     flags: dict[str, Any]
@@ -188,7 +191,7 @@ def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:
         raise ConfigError(f"forecast {command}: {message}.") from None
 
 
-def _fitted_dataset(forecaster: Any, run_dir: Path) -> str:
+def _fitted_dataset(forecaster: Forecaster, run_dir: Path) -> str:
     """The registered dataset the run was fitted on; ConfigError naming ``--input`` for any other data, which
     the saved run names only by its file stem."""
     from forecast import datasets

@@ -378,7 +378,8 @@ class Predictor:
         original units, and, when the model forecasts distributions, the quantile
         columns ``f"{variable}_q{level:g}"`` (e.g. ``OT_q0.1``). Inputs are scaled with
         the scaler fitted on the training rows (never refitted). ``df`` must hold the
-        fitted variables, else :class:`~forecast.errors.UnknownColumnError`.
+        fitted variables, else :class:`~forecast.errors.UnknownColumnError`; they are found by
+        name, so their order and any other columns do not matter.
         """
         future = self._future_input(df, future_covariates)
         if isinstance(future.index, pd.MultiIndex):

@@ -426,8 +426,12 @@ def test_future_batch_of_another_frame_uses_the_fitted_scaler():
     np.testing.assert_allclose(future.batch["x"][0].numpy(), dm.fitted.scaler.transform(raw[-12:]),
                                rtol=1e-5, atol=1e-6)
     assert future.index[0] == later["date"].iloc[-1] + pd.Timedelta(hours=1)
-    with pytest.raises(UnknownColumnError, match="differ"):
-        dm.future_batch(later.assign(extra=1.0))
+    # the fitted variables are found by name: other columns and another column order read the same
+    columns = [name for name in later.columns if name != "date"]
+    for other in (later.assign(extra=1.0), later[["date", *reversed(columns)]]):
+        torch.testing.assert_close(dm.future_batch(other).batch, future.batch, equal_nan=True)
+    with pytest.raises(UnknownColumnError, match=rf"has no column\(s\) \[{columns[0]!r}\]"):
+        dm.future_batch(later.drop(columns=columns[0]))
     with pytest.raises(SeriesTooShortError, match="seq_len=12"):
         dm.future_batch(later.iloc[:5])
 
@@ -532,8 +536,11 @@ def test_a_given_fitted_state_scales_other_data_without_refitting():
     np.testing.assert_allclose(given.test_dataset[0]["x"].numpy(), dm.fitted.scaler.transform(raw[start:start + 12]),
                                rtol=1e-5, atol=1e-6)
     assert not np.allclose(make_module(other).fitted.scaler.mean_, dm.fitted.scaler.mean_)  # a refit would differ
-    with pytest.raises(UnknownColumnError, match="differ"):
+    with pytest.raises(UnknownColumnError, match=r"has no column\(s\) \['c'\]"):
         make_module(other.rename(columns={"c": "d"}), fitted=dm.fitted).setup()
+    reordered = make_module(other[other.columns[::-1]], fitted=dm.fitted)
+    assert reordered.input_columns == dm.input_columns
+    torch.testing.assert_close(reordered.test_dataset[0], given.test_dataset[0])
     with pytest.raises(ConfigError, match="seq_len, label_len, pred_len"):
         make_module(other, fitted=dm.fitted, pred_len=5).setup()
     assert make_module(other, fitted=dm.fitted).with_options(test_split="val").fitted is dm.fitted

@@ -168,6 +168,8 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     info = source.info
     options = _read_options(cfg, info)
     series = prepare_series(source.data, **options)
+    if given is not None:  # other data scored by a fitted model: its variables by name, in the fitted order
+        series = given.select(series)
     split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
     split_protocol, split = resolve_split(split_spec)
     borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source, dates=series.dates)

@@ -254,10 +254,27 @@ class FittedState:
     # ----------------------------------------------------------------- future
 
     def read(self, data: Table) -> TimeSeries | Panel:
-        """New rows of the fitted series (a panel: of some of its series), read with the fit's options."""
+        """New rows of the fitted series (a panel: of some of its series), read with the fit's options; a wide
+        table's fitted variables found by name (:meth:`select`)."""
         if self.panel is not None:
             return prepare_panel(data, **self.prepare_options)
-        return prepare_series(data, **self.prepare_options)
+        return self.select(prepare_series(data, **self.prepare_options))
+
+    def select(self, series: TimeSeries) -> TimeSeries:
+        """``series`` with the fitted variables, found by name and put in the fitted order; its other columns
+        left out. UnknownColumnError names the fitted variables it lacks."""
+        if tuple(series.input_columns) == self.input_columns:
+            return series
+        missing = [column for column in self.input_columns if column not in series.input_columns]
+        if missing:
+            raise UnknownColumnError(
+                f"{series.source}: has no column(s) {missing!r} of those the model was fitted on "
+                f"{list(self.input_columns)!r} (its variables: {list(series.input_columns)!r}). Fix: pass data "
+                "holding every fitted variable."
+            )
+        positions = [list(series.input_columns).index(column) for column in self.input_columns]
+        return dataclasses.replace(series, values=series.values[:, positions], input_columns=self.input_columns,
+                                   output_columns=self.output_columns)  # [T, C] in the fitted order
 
     def scale_panel(self, panel: Panel) -> list[PanelRows]:
         """Each series of ``panel`` scaled as the fit scaled it: its fit position, inputs ``[T, C_in]``,
