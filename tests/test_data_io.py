@@ -420,6 +420,28 @@ def test_a_long_format_panel_read_as_one_series_is_named_with_the_fixes(ids):
         prepare_series(by_time, date_column="ds", target="y", features="S")
 
 
+@pytest.mark.parametrize(("start", "freq", "error"), [("2021-03-27", "h", IrregularTimestampError),  # 02:00 skipped
+                                                      ("2021-10-30", "h", DuplicateTimestampError),  # 02:00 twice
+                                                      ("2021-10-30", "15min", UnsortedTimestampError)])  # 02:45, 02:00
+def test_a_local_clocks_daylight_saving_change_is_named_with_the_fix(start, freq, error):
+    local = pd.date_range(start, periods=300, freq=freq, tz="Europe/Berlin")
+    frame = pd.DataFrame({"date": local.tz_localize(None), "OT": np.arange(300.0)})
+    with pytest.raises(error, match=r"daylight saving.*Fix: give the timestamps their time zone.*tz_localize"):
+        prepare_series(frame)
+    frame["date"] = frame["date"].dt.tz_localize("Europe/Berlin", ambiguous="infer")  # the fix it names
+    assert prepare_series(frame).dates.equals(local)
+
+
+def test_other_irregular_duplicate_and_unsorted_rows_get_no_daylight_saving_hint():
+    frame = make_frame()
+    for faulty, error in ((frame.drop(index=12), IrregularTimestampError),
+                          (pd.concat([frame.iloc[:13], frame.iloc[12:]]), DuplicateTimestampError),
+                          (frame.iloc[[*range(12), 13, 12, *range(14, len(frame))]], UnsortedTimestampError)):
+        with pytest.raises(error) as caught:
+            prepare_series(faulty)
+        assert "daylight" not in str(caught.value)
+
+
 def test_a_single_unsorted_series_gets_no_panel_hint():
     frame = make_frame()
     frame.loc[[5, 6], "date"] = frame.loc[[6, 5], "date"].to_numpy()

@@ -416,21 +416,34 @@ def _step_faults(dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(steps < pd.Timedelta(0)), np.flatnonzero(steps == pd.Timedelta(0))
 
 
+def _clock_change_hint(dates: pd.DatetimeIndex, rows: np.ndarray) -> str:
+    """The fix for timestamps without a time zone whose faulty ``rows`` all fall in the night hours where local
+    clocks change for daylight saving (an hour skipped in spring, one repeated in autumn); else ``""``."""
+    if dates.tz is not None or not rows.size or not (dates[rows].hour < 4).all():
+        return ""
+    return (" They fall where a local clock changes for daylight saving (an hour skipped in spring, repeated in "
+            "autumn). Fix: give the timestamps their time zone (df[date] = df[date].dt.tz_localize('<your zone>', "
+            "ambiguous='infer')), or record them in UTC; otherwise")
+
+
 def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Origin) -> None:
     backwards, repeated = _step_faults(dates)
     if backwards.size:
         row = int(backwards[0]) + 1
+        # An autumn clock change in sub-hourly rows goes back by less than an hour (02:45, then 02:00 again).
+        within_hour = ((dates[backwards] - dates[backwards + 1]) < pd.Timedelta(hours=1)).all()
         raise UnsortedTimestampError(
             f"{origin.label}: timestamps go backwards at {origin.row(row)}: {dates[row - 1]} is "
-            f"followed by {dates[row]} ({backwards.size} such places). "
-            "Fix: sort the rows by date first (df.sort_values(date_column))."
+            f"followed by {dates[row]} ({backwards.size} such places)."
+            f"{(_clock_change_hint(dates, backwards + 1) if within_hour else '') or ' Fix:'} "
+            "sort the rows by date first (df.sort_values(date_column))."
         )
     if repeated.size and not allow_duplicates:
         row = int(repeated[0]) + 1
         raise DuplicateTimestampError(
             f"{origin.label}: timestamp {dates[row]} appears on {origin.row(row - 1)} and "
-            f"{origin.row(row)} ({repeated.size} repeated rows). Fix: drop or aggregate the "
-            "duplicates (df.drop_duplicates(date_column) or df.groupby(date_column).mean()), "
+            f"{origin.row(row)} ({repeated.size} repeated rows).{_clock_change_hint(dates, repeated + 1) or ' Fix:'} "
+            "drop or aggregate the duplicates (df.drop_duplicates(date_column) or df.groupby(date_column).mean()), "
             "or pass allow_duplicates=True to keep them as separate steps."
         )
 
@@ -631,9 +644,10 @@ def _resolve_frequency(
             f"first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, expected "
             f"{expected[row - 1]}."
         )
+        skipped_hour = (dates[off_grid + 1] - expected[off_grid] == pd.Timedelta(hours=1)).all()
         if not allow_irregular:
             raise IrregularTimestampError(
-                f"{message} Fix: resample to a regular grid (df.set_index(date).asfreq(freq), "
+                f"{message}{(_clock_change_hint(dates, off_grid + 1) if skipped_hour else '') or ' Fix:'} resample to a regular grid (df.set_index(date).asfreq(freq), "
                 "then fill), pass the right freq=..., or pass allow_irregular=True to use the rows "
                 "as they are (time features still use each row's own timestamp)."
             )
