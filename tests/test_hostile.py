@@ -328,6 +328,14 @@ def test_specific_table_errors():
         path.write_text(frame.to_csv(index=False, sep=";"))
         with pytest.raises(DataError, match="';'-separated"):
             WindowDataModule(path, **WINDOW).setup()
+        # a European spreadsheet's decimal commas split the rows into more fields than the header has
+        path.write_text(frame.to_csv(index=False, sep=";", decimal=","))
+        with pytest.raises(DataError, match=r"';'-separated and the numbers hold decimal commas. Fix: "
+                                             r".*pd\.read_csv\(path, sep=';', decimal=','\)"):
+            WindowDataModule(path, **WINDOW).setup()
+        fixed = pd.read_csv(path, sep=";", decimal=",")  # the fix it names
+        np.testing.assert_allclose(WindowDataModule(fixed, **WINDOW).fitted.scaler.mean_,
+                                   WindowDataModule(frame, **WINDOW).fitted.scaler.mean_)
     with pytest.raises(NonFiniteValueError, match="row 3"):
         WindowDataModule(frame.assign(OT=frame["OT"].where(frame.index != 3)), **WINDOW).setup()
 

@@ -178,11 +178,25 @@ def _check_header(path: Path, header: list[str], frame: pd.DataFrame) -> None:
             f"or delete the unnamed ones.{hint}"
         )
     if not isinstance(frame.index, pd.RangeIndex):
+        fix = _separator_fix(header, decimal_commas=True) or ("Fix: give every column a name in the header line (or "
+                                                              "remove trailing separators from the rows).")
         raise CsvReadError(
             f"{path}: the data rows have {frame.index.nlevels + len(frame.columns)} fields but the header has "
-            f"{len(frame.columns)}, so pandas would turn the first field(s) into an index. Fix: give every "
-            "column a name in the header line (or remove trailing separators from the rows)."
+            f"{len(frame.columns)}, so pandas would turn the first field(s) into an index. {fix}"
         )
+
+
+def _separator_fix(header: Sequence[Hashable], *, decimal_commas: bool = False) -> str:
+    """For a header read as one field that holds another separator: the fix, else ``""``. A ';'-separated file
+    (a European spreadsheet's) often writes decimal commas, which split its rows into more fields than its
+    header (``decimal_commas``)."""
+    separators = [sep for sep in (";", "\t", "|") if len(header) == 1 and sep in str(header[0])]
+    if not separators:
+        return ""
+    decimal = ", decimal=','" if decimal_commas else ""
+    return (f"The header looks {separators[0]!r}-separated{' and the numbers hold decimal commas' * decimal_commas}. "
+            f"Fix: save the file comma-separated with decimal points, e.g. pd.read_csv(path, sep={separators[0]!r}"
+            f"{decimal}).to_csv(new_path, index=False).")
 
 
 def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.DatetimeIndex:
@@ -358,12 +372,10 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
     named = [column for column in frame.columns if str(column).lower() in _CONVENTIONAL_DATE_NAMES]
     if len(named) == 1:
         return named[0]  # holds no timestamps: parse_dates says what is wrong with it
-    separators = [sep for sep in (";", "\t", "|") if len(frame.columns) == 1 and sep in str(frame.columns[0])]
-    hint = f" The header looks {separators[0]!r}-separated: save the file comma-separated." if separators else ""
-    raise MissingDateColumnError(
-        f"{origin.label}: no column holds timestamps; the columns are {list(frame.columns)!r}. Fix: pass "
-        f"date_column=<the name of the timestamp column>, or index the data by a DatetimeIndex.{hint}"
-    )
+    fix = _separator_fix(list(frame.columns)) or ("Fix: pass date_column=<the name of the timestamp column>, or "
+                                                  "index the data by a DatetimeIndex.")
+    raise MissingDateColumnError(f"{origin.label}: no column holds timestamps; the columns are "
+                                 f"{list(frame.columns)!r}. {fix}")
 
 
 def _extract_dates(
