@@ -331,7 +331,7 @@ def _tokens(overrides: Iterable[tuple[str, Any]] | Sequence[str]) -> list[str]:
 
 
 def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tuple[str, Any]] | Sequence[str] = (),
-                 *, prog: str = "forecast", description: str | None = None,
+                 *, prog: str = "forecast fit", description: str | None = None,
                  add_arguments: Callable[[Any], None] | None = None) -> tuple[RunConfig, dict[str, Any]]:
     """The validated :class:`RunConfig` of config files and overrides, and the values of the command's
     own flags (``add_arguments``) that were given. ``--help`` prints every option and exits."""
