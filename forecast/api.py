@@ -295,8 +295,8 @@ class Forecaster:
         (``last.ckpt`` and the best), the curves in ``run_dir/lightning_logs`` (unless a
         ``logger`` option says otherwise), and the saved forecaster (as :meth:`save`) in
         ``run_dir``. With ``resume`` (default), a run killed earlier continues from its
-        ``last.ckpt``, after checking that it was made with the same model, options
-        and variables. A fit that does not resume replaces the run in ``run_dir``: the weights and
+        ``last.ckpt``, after checking that it was made with the same model, options,
+        variables and data (the same scaling of the training rows), before the folder is touched. A fit that does not resume replaces the run in ``run_dir``: the weights and
         checkpoints another fit left there are removed as it starts (a resumed one keeps the checkpoints),
         so a fit stopped before it finishes leaves a folder that :meth:`load` refuses, never one that pairs
         this fit's scaler with another fit's weights.

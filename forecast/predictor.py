@@ -187,16 +187,21 @@ def _write_json(path: Path, content: Mapping[str, Any]) -> None:
     _write_atomically(path, lambda temporary: temporary.write_text(json.dumps(content, indent=2) + "\n"))
 
 
+def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fitted state as a saved run holds it: ``config.json``'s ``fitted`` block and ``scaler.json`` (a wide
+    table's scaler as it is; a panel's per-series scaling under ``panel``), as JSON types."""
+    state = fitted.state_dict()
+    scaling = state["scaler"] if "scaler" in state else {"panel": state["panel"]}
+    return jsonable(state["fitted"], "fitted"), jsonable(scaling, "scaler")
+
+
 def write_config(directory: Path, config: Mapping[str, Any], fitted: FittedState, split: Any) -> None:
     """``config.json`` (``config``, the split and the fitted state) and ``scaler.json`` in ``directory``."""
-    state = fitted.state_dict()
+    fitted_block, scaling = _saved_state(fitted)
     _write_json(directory / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
                                           "package_version": forecast.__version__, **config,
-                                          "split": jsonable(split, "split"),
-                                          "fitted": jsonable(state["fitted"], "fitted")})
-    # A wide table's scaler as it is; a panel's per-series scaling under "panel".
-    scaling = state["scaler"] if "scaler" in state else {"panel": state["panel"]}
-    _write_json(directory / SCALER_FILE, jsonable(scaling, "scaler"))
+                                          "split": jsonable(split, "split"), "fitted": fitted_block})
+    _write_json(directory / SCALER_FILE, scaling)
 
 
 def read_config(directory: Path) -> dict[str, Any]:
@@ -236,6 +241,14 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
             raise ConfigError(
                 f"{run_dir} holds a run with different {differing}; it cannot be resumed by this Forecaster. "
                 "Fix: use another run_dir, or resume=False to train from scratch there."
+            )
+        # Checked before the folder is touched: its finished model and scaling stay as they were.
+        fitted_block, scaling = _saved_state(fitted)
+        if stored.get("fitted") != fitted_block or read_json(run_dir / SCALER_FILE) != scaling:
+            raise ConfigError(
+                f"{run_dir} holds a run fitted on other data (its data's name, frequency, windows or the scaling "
+                "of its training rows differ), so its checkpoint cannot be resumed on this data. Fix: fit on the "
+                "data the run was fitted on, use another run_dir, or resume=False to train from scratch there."
             )
     run_dir.mkdir(parents=True, exist_ok=True)
     _remove_previous_fit(run_dir, resuming=checkpoint is not None)

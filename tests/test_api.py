@@ -282,6 +282,17 @@ def test_a_fit_stopped_in_a_folder_another_fit_finished_in_leaves_none_of_that_f
     assert not list((run_dir / "checkpoints").glob("*.ckpt"))
 
 
+def test_resuming_a_finished_run_on_other_data_fails_before_the_folder_is_touched(frame, tmp_path):
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, **tiny("informer"), max_epochs=1)
+    finished = Forecaster("informer", **options).fit(frame, run_dir=run_dir).predict(frame)
+    saved = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    with pytest.raises(ConfigError, match="fitted on other data"):
+        Forecaster("informer", **options).fit(frame.assign(OT=frame["OT"] * 100), run_dir=run_dir)
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == saved
+    pd.testing.assert_frame_equal(Forecaster.load(run_dir).predict(frame), finished)
+
+
 def test_save_replaces_the_weights_whole_or_not_at_all(fitted, tmp_path, monkeypatch):
     directory = fitted.save(tmp_path / "model")
     saved = torch.load(directory / "model.pt", weights_only=True)
