@@ -296,10 +296,11 @@ class Forecaster:
         ``logger`` option says otherwise), and the saved forecaster (as :meth:`save`) in
         ``run_dir``. With ``resume`` (default), a run killed earlier continues from its
         ``last.ckpt``, after checking that it was made with the same model, options,
-        variables and data (the same scaling of the training rows), before the folder is touched. A fit that does not resume replaces the run in ``run_dir``: the weights and
-        checkpoints another fit left there are removed as it starts (a resumed one keeps the checkpoints),
-        so a fit stopped before it finishes leaves a folder that :meth:`load` refuses, never one that pairs
-        this fit's scaler with another fit's weights.
+        variables and data (the same scaling of the training rows), before the folder is touched.
+        A fit that does not resume replaces the run in ``run_dir``: the weights and checkpoints
+        another fit left there are removed as it starts (a resumed one keeps the checkpoints), so a
+        fit stopped before it finishes leaves a folder that :meth:`load` refuses, never one that
+        pairs this fit's scaler with another fit's weights.
         """
         self._options = self._options.with_reading(reading)
         run, predictor = _train(self._options, data, split, run_dir, resume)

@@ -444,17 +444,18 @@ def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Ori
         row = int(backwards[0]) + 1
         # An autumn clock change in sub-hourly rows goes back by less than an hour (02:45, then 02:00 again).
         within_hour = ((dates[backwards] - dates[backwards + 1]) < pd.Timedelta(hours=1)).all()
+        fix = (_clock_change_hint(dates, backwards + 1) if within_hour else "") or " Fix:"
         raise UnsortedTimestampError(
             f"{origin.label}: timestamps go backwards at {origin.row(row)}: {dates[row - 1]} is "
-            f"followed by {dates[row]} ({backwards.size} such places)."
-            f"{(_clock_change_hint(dates, backwards + 1) if within_hour else '') or ' Fix:'} "
+            f"followed by {dates[row]} ({backwards.size} such places).{fix} "
             "sort the rows by date first (df.sort_values(date_column))."
         )
     if repeated.size and not allow_duplicates:
         row = int(repeated[0]) + 1
+        fix = _clock_change_hint(dates, repeated + 1) or " Fix:"
         raise DuplicateTimestampError(
             f"{origin.label}: timestamp {dates[row]} appears on {origin.row(row - 1)} and "
-            f"{origin.row(row)} ({repeated.size} repeated rows).{_clock_change_hint(dates, repeated + 1) or ' Fix:'} "
+            f"{origin.row(row)} ({repeated.size} repeated rows).{fix} "
             "drop or aggregate the duplicates (df.drop_duplicates(date_column) or df.groupby(date_column).mean()), "
             "or pass allow_duplicates=True to keep them as separate steps."
         )
@@ -657,9 +658,10 @@ def _resolve_frequency(
             f"{expected[row - 1]}."
         )
         skipped_hour = (dates[off_grid + 1] - expected[off_grid] == pd.Timedelta(hours=1)).all()
+        fix = (_clock_change_hint(dates, off_grid + 1) if skipped_hour else "") or " Fix:"
         if not allow_irregular:
             raise IrregularTimestampError(
-                f"{message}{(_clock_change_hint(dates, off_grid + 1) if skipped_hour else '') or ' Fix:'} resample to a regular grid (df.set_index(date).asfreq(freq), "
+                f"{message}{fix} resample to a regular grid (df.set_index(date).asfreq(freq), "
                 "then fill), pass the right freq=..., or pass allow_irregular=True to use the rows "
                 "as they are (time features still use each row's own timestamp)."
             )
