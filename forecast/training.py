@@ -468,8 +468,9 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     options.update(overrides)
     try:
         trainer = L.Trainer(**options)
-    except (MisconfigurationException, ValueError, TypeError) as error:
-        # Lightning checks accelerator, devices, strategy and precision here; say which setting.
+    except (MisconfigurationException, ValueError, TypeError, ImportError) as error:
+        # Lightning checks accelerator, devices, strategy and precision here (ImportError: one needs a package
+        # that is not installed, as the TPU accelerator needs torch_xla); say which setting.
         chosen = {name: options.get(name) for name in ("accelerator", "devices", "strategy", "num_nodes",
                                                         "precision") if name in options}
         extra = f" and Trainer options {sorted(config.extra_trainer_options)}" if config.extra_trainer_options else ""

@@ -447,7 +447,7 @@ def test_training_options_are_checked_at_construction(options):
 
 
 @pytest.mark.parametrize("options", [dict(precision="bogus"), dict(accelerator="quantum"), dict(devices=-3),
-                                     dict(strategy="nonsense")])
+                                     dict(strategy="nonsense"), dict(accelerator="tpu")])  # tpu: torch_xla missing
 def test_trainer_settings_lightning_refuses_raise_config_errors(options):
     forecaster = Forecaster("informer", **WINDOW, max_epochs=1, **TINY_INFORMER, **options)
     with pytest.raises(ConfigError, match="Lightning refuses"):
