@@ -150,7 +150,7 @@ def plot_forecast(
 ) -> Figure:
     """The forecast of each variable against its history and, when known, the truth.
 
-    One axis per variable (``columns``, default every point column of ``forecast``),
+    One axis per variable (``columns``, a name or a list of names, default every point column of ``forecast``),
     sharing the time axis. Per axis: the ``history`` line, the ``truth`` line, shaded
     intervals from symmetric quantile columns (``q`` with ``1 - q``, e.g. 0.1 and 0.9
     give the 80% interval; widest lightest) and the forecast line, in that order. All
@@ -161,7 +161,7 @@ def plot_forecast(
     history = _time_indexed(history, "history", date_column) if history is not None else None
     truth = _time_indexed(truth, "truth", date_column) if truth is not None else None
     available = _point_columns(forecast)
-    chosen = list(columns) if columns is not None else available
+    chosen = available if columns is None else [columns] if isinstance(columns, str) else list(columns)
     missing = [column for column in chosen if column not in available]
     if missing or not chosen:
         raise ConfigError(f"columns {missing or chosen!r} are not forecast columns; choose from {available!r}.")

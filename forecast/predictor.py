@@ -30,6 +30,7 @@ from torch import nn
 
 import forecast
 from forecast import datasets as registry
+from forecast.checks import require_int
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
 from forecast.data.fitted import FittedState
@@ -432,9 +433,11 @@ class Predictor:
         data = fitted.read(table)
         if isinstance(data, Panel):
             one = data[series_id]
-            return pd.DataFrame({self.output_columns[0]: one.target[-rows:]}, index=one.dates[-rows:])
+            last = slice(len(one.dates) - min(rows, len(one.dates)), None)  # [-0:] would be every row
+            return pd.DataFrame({self.output_columns[0]: one.target[last]}, index=one.dates[last])
         c_out = len(fitted.output_columns)
-        return pd.DataFrame(data.values[-rows:, -c_out:], index=data.dates[-rows:], columns=self.output_columns)
+        last = slice(data.n_rows - min(rows, data.n_rows), None)
+        return pd.DataFrame(data.values[last, -c_out:], index=data.dates[last], columns=self.output_columns)
 
     # -------------------------------------------------------------------------- plots
 
@@ -456,7 +459,7 @@ class Predictor:
         series ``series``, with the ``future_covariates`` of :meth:`predict`. With ``window=i``:
         the forecast of window ``i`` of the fitted data's ``split`` (a panel's windows of every
         series in turn) against the truth, with its lookback as history. ``columns`` picks
-        variables (default all outputs).
+        variables (a name or a list; default all outputs).
         """
         fitted = self.fitted_state
         if window is not None:
@@ -475,7 +478,8 @@ class Predictor:
             if fitted.panel is not None:
                 id_column, date_column = fitted.panel.id_column, fitted.prepare_options["date_column"]
                 future = future[future[id_column] == series].drop(columns=id_column).set_index(date_column)
-            past = self._history(df, history if history is not None else fitted.seq_len, series)
+            rows = require_int("history", history, 0, optional=True)
+            past = self._history(df, rows if rows is not None else fitted.seq_len, series)
             truth = None
             title = f"{self.model_name}: forecast of the next {fitted.pred_len} steps"
             if series is not None:

@@ -558,6 +558,12 @@ def test_plot_returns_figures_of_the_future_and_of_test_windows(fitted, frame):
         "history", "truth", "forecast"]
     truth = fig.axes[0].get_lines()[1].get_ydata()
     np.testing.assert_allclose(truth, frame["OT"].iloc[-PRED_LEN:], rtol=1e-6)  # the last test window
+    one = fitted.plot(columns="OT", history=5)  # a column by its name; the last 5 rows as history
+    assert len(one.axes) == 1
+    np.testing.assert_allclose(one.axes[0].get_lines()[0].get_ydata(), frame["OT"].iloc[-5:], rtol=1e-12)
+    assert len(fitted.plot(history=0).axes[0].get_lines()[0].get_xdata()) == 0  # no history, not all of it
+    with pytest.raises(ConfigError, match="history must be None or an integer >= 0"):
+        fitted.plot(history=-5)
 
 
 def test_attention_weights_come_per_encoder_layer(fitted):
