@@ -110,11 +110,8 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
                           "then overrides such as --trainer.max_epochs 1; or name everything by flags, starting "
                           f"with --model.name and --data.dataset (forecast fit --help lists them){run_dir}.")
 
-    def add_flags(parser: Any) -> None:
-        for name, annotation, default, help_text in flags:
-            parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
-
-    config, given = parse_config([], tokens, prog=f"forecast {command}", add_arguments=add_flags,
+    config, given = parse_config([], tokens, prog=f"forecast {command}",
+                                 add_arguments=lambda parser: _add_flags(parser, flags),
                                  description=f"{COMMAND_HELP[command]}. Options come from YAML files (--config, "
                                              "repeatable) and flags (--model.d_model 64, --data.batch_size 16, "
                                              "--trainer.max_epochs 1, --seed 3, --run_dir DIR); later ones win. "
@@ -122,6 +119,12 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
                                              "config's recipe: or --recipe); --print_config shows the config "
                                              "and, as comments, what the recipe and defaults fill in.")
     return config, {name: given.get(name, default) for name, _, default, _ in flags}
+
+
+def _add_flags(parser: Any, flags: Sequence[tuple[str, Any, Any, str]]) -> None:
+    """A command's own flags, ``(name, type, default, help)`` each, on its jsonargparse parser."""
+    for name, annotation, default, help_text in flags:
+        parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
 
 
 def _names_a_config(tokens: Sequence[str]) -> bool:
@@ -132,9 +135,8 @@ def _names_saved_run_only(tokens: Sequence[str]) -> bool:
     return "--run_dir" in {token.partition("=")[0] for token in tokens} and not _names_a_config(tokens)
 
 
-def _run_dir(config, must_exist: bool) -> Path:
-    run_dir = config.resolved_run_dir()
-    if must_exist and not (run_dir / "config.json").is_file():
+def _require_fitted(run_dir: Path) -> Path:
+    if not (run_dir / "config.json").is_file():
         raise ConfigError(f"{run_dir} holds no fitted run. Fix: run `forecast fit` with the same config and "
                           "overrides first, or pass --run_dir DIR of a fitted run.")
     return run_dir
@@ -160,14 +162,11 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
 
     if _names_saved_run_only(tokens):
         flags = _saved_run_flags(command, tokens)
-        run_dir = Path(flags.pop("run_dir"))
-        if not (run_dir / "config.json").is_file():
-            raise ConfigError(f"{run_dir} holds no fitted run (no config.json). Fix: pass --run_dir DIR of a run "
-                              "that `forecast fit` saved.")
+        run_dir = _require_fitted(Path(flags.pop("run_dir")))
         forecaster = Forecaster.load(run_dir)
         return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_dataset(forecaster, run_dir), None, flags)
     config, flags = _config(command, tokens)
-    run_dir = _run_dir(config, must_exist=True)
+    run_dir = _require_fitted(config.resolved_run_dir())
     return _FittedRun(run_dir, Forecaster.load(run_dir), flags["input"] or config.dataset, config.split, flags)
 
 
@@ -178,8 +177,7 @@ def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:
     flags = [*_COMMAND_FLAGS[command], _INPUT]
     parser = ArgumentParser(prog=f"forecast {command}", exit_on_error=False, allow_abbrev=False)
     parser.add_argument("--run_dir", type=str, required=True)
-    for name, annotation, default, help_text in flags:
-        parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
+    _add_flags(parser, flags)
     try:
         return parser.parse_args(tokens).as_dict()
     except ArgumentError as error:
@@ -222,7 +220,7 @@ def _print_config(command: str, tokens: list[str]) -> int:
 
 def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
     config, _ = _config("fit", tokens)
-    run_dir = _run_dir(config, must_exist=False)
+    run_dir = config.resolved_run_dir()
     forecaster = config.forecaster()
     print(f"fitting {config.model} on {config.dataset} ({config.data['features']}, "
           f"{config.data['seq_len']}/{config.data['label_len']}/{config.data['pred_len']}), run directory {run_dir}",

@@ -196,9 +196,11 @@ def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
     return jsonable(state["fitted"], "fitted"), jsonable(scaling, "scaler")
 
 
-def write_config(directory: Path, config: Mapping[str, Any], fitted: FittedState, split: Any) -> None:
-    """``config.json`` (``config``, the split and the fitted state) and ``scaler.json`` in ``directory``."""
-    fitted_block, scaling = _saved_state(fitted)
+def write_config(directory: Path, config: Mapping[str, Any], saved: tuple[dict[str, Any], dict[str, Any]],
+                 split: Any) -> None:
+    """``config.json`` (``config``, the split and the fitted state) and ``scaler.json`` in ``directory``; ``saved`` is
+    the fitted state as :func:`_saved_state` gives it."""
+    fitted_block, scaling = saved
     _write_json(directory / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
                                           "package_version": forecast.__version__, **config,
                                           "split": jsonable(split, "split"), "fitted": fitted_block})
@@ -228,6 +230,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
     """Before a fit into ``run_dir``: whether to resume its checkpoint (``resume`` and one is there, made
     with the same model, options, data and variables, else ConfigError); writes the config."""
     checkpoint = last_checkpoint(run_dir) if resume else None
+    saved = _saved_state(fitted)
     if checkpoint is not None:
         if not (run_dir / CONFIG_FILE).is_file():
             raise ConfigError(
@@ -236,7 +239,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
             )
         stored = read_json(run_dir / CONFIG_FILE)
         previous = _run_identity(stored, stored.get("fitted", {}))
-        current = _run_identity(config, fitted.state_dict()["fitted"])
+        current = _run_identity(config, saved[0])
         differing = sorted(key for key in current if previous.get(key) != current[key])
         if differing:
             raise ConfigError(
@@ -244,8 +247,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
                 "Fix: use another run_dir, or resume=False to train from scratch there."
             )
         # Checked before the folder is touched: its finished model and scaling stay as they were.
-        fitted_block, scaling = _saved_state(fitted)
-        if stored.get("fitted") != fitted_block or read_json(run_dir / SCALER_FILE) != scaling:
+        if (stored.get("fitted"), read_json(run_dir / SCALER_FILE)) != saved:
             raise ConfigError(
                 f"{run_dir} holds a run fitted on other data (its data's name, frequency, windows or the scaling "
                 "of its training rows differ), so its checkpoint cannot be resumed on this data. Fix: fit on the "
@@ -253,7 +255,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
             )
     run_dir.mkdir(parents=True, exist_ok=True)
     _remove_previous_fit(run_dir, resuming=checkpoint is not None)
-    write_config(run_dir, config, fitted, split)
+    write_config(run_dir, config, saved, split)
     return checkpoint is not None
 
 
@@ -524,7 +526,7 @@ class Predictor:
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
         _write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
-        write_config(directory, self.config, self.fitted_state, self.split)
+        write_config(directory, self.config, _saved_state(self.fitted_state), self.split)
         return directory
 
     @classmethod
