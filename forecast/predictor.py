@@ -435,11 +435,11 @@ class Predictor:
         data = fitted.read(table)
         if isinstance(data, Panel):
             one = data[series_id]
-            last = slice(len(one.dates) - min(rows, len(one.dates)), None)  # [-0:] would be every row
-            return pd.DataFrame({self.output_columns[0]: one.target[last]}, index=one.dates[last])
-        c_out = len(fitted.output_columns)
-        last = slice(data.n_rows - min(rows, data.n_rows), None)
-        return pd.DataFrame(data.values[last, -c_out:], index=data.dates[last], columns=self.output_columns)
+            values, dates = one.target[:, None], one.dates
+        else:
+            values, dates = data.values[:, -len(fitted.output_columns):], data.dates
+        last = slice(len(dates) - min(rows, len(dates)), None)  # [-0:] would be every row
+        return pd.DataFrame(values[last], index=dates[last], columns=self.output_columns)
 
     # -------------------------------------------------------------------------- plots
 

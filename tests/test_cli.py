@@ -221,6 +221,12 @@ def test_splits_reads_the_data_with_the_options_fit_takes(workdir, capsys):
     assert "300 rows x 1 variables" in out and "split fractions" in out
     assert main(["splits", "gappy.csv", "--fill_nan", "ffill", "--fil_nan", "zero"]) == 2
     assert "Did you mean --fill_nan?" in capsys.readouterr().err
+    long = pd.concat([frame.assign(unique_id=name).iloc[:150] for name in ("north", "south")], ignore_index=True)
+    long.drop(columns="a").to_csv(workdir / "panel.csv", index=False)
+    assert main(["splits", "panel.csv", "--id_column", "unique_id", "--target", "OT",
+                 "--seq_len", "32", "--label_len", "16", "--pred_len", "8"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "dataset panel (panel.csv): a panel of 2 series, 300 rows, freq h", first
     with pytest.raises(SystemExit) as stop:
         main(["splits", "--help"])
     assert stop.value.code == 0

@@ -319,6 +319,8 @@ def test_plots_of_a_panel_name_their_series():
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
     figure = fc.plot(frame, series="s1", future_covariates=future_frame(frame, promo=0.0))
     assert "series 's1'" in figure.get_suptitle()
+    history = next(line for line in figure.axes[0].lines if line.get_label() == "history")
+    np.testing.assert_array_equal(history.get_ydata(), frame[frame["store"] == "s1"]["sales"].to_numpy()[-12:])
     assert "series 's" in fc.plot(window=-1).get_suptitle()
     with pytest.raises(ConfigError, match="series=<one id>"):
         fc.plot(frame, future_covariates=future_frame(frame, promo=0.0))

@@ -561,7 +561,8 @@ def describe_splits(dm: WindowDataModule) -> str:
         } for series in panel.series[:shown]]).set_index("series").to_string()
         more = [f"... and {len(panel.series) - shown} more series"] if len(panel.series) > shown else []
         return "\n".join([
-            f"panel {dm.dataset_name} ({dm.source}): {len(panel.series)} series, {dm.n_rows} rows, freq {dm.freq}",
+            f"dataset {dm.dataset_name} ({dm.source}): a panel of {len(panel.series)} series, {dm.n_rows} rows, "
+            f"freq {dm.freq}",
             f"target {panel.target!r}, past covariates {list(panel.past_covariates)!r}, future covariates "
             f"{list(panel.future_covariates)!r}, static covariates {list(panel.static_covariates)!r}",
             f"split {dm.split_protocol} per series; seq_len {cfg.seq_len}, label_len {cfg.label_len}, pred_len "
