@@ -624,7 +624,7 @@ class ProbabilisticAccumulator(_GridMetric):
     ``update(forecast, true)`` takes ``true [B, P, C]`` and either sample paths
     ``forecast [S, B, P, C]`` or quantile forecasts ``forecast = {level: [B, P, C]}``, which
     must hold every rho in ``rhos`` and both bounds ``(1 -/+ level) / 2`` of every level in
-    ``levels`` (matched to 9 decimals). Metric names: :func:`rho_risk_name`,
+    ``levels`` (matched to 9 decimals): ``needed_levels``. Metric names: :func:`rho_risk_name`,
     :func:`coverage_name`. ``horizon``/``n_variables`` as in :class:`MetricAccumulator`.
     """
 
@@ -641,7 +641,7 @@ class ProbabilisticAccumulator(_GridMetric):
         self.levels = _check_levels(levels, "levels", allow_empty=True)
         super().__init__(horizon, n_variables, **kwargs)
         bounds = [bound for level in self.levels for bound in _interval_bounds(level)]
-        self._needed = tuple(dict.fromkeys(round(value, _LEVEL_DIGITS) for value in (*self.rhos, *bounds)))
+        self.needed_levels = tuple(dict.fromkeys(round(value, _LEVEL_DIGITS) for value in (*self.rhos, *bounds)))
         self._add_grid_state("pinball", leading=(len(self.rhos),))
         self._add_grid_state("absolute_truth")
         self._add_grid_state("n_covered", leading=(len(self.levels),), dtype=torch.int64)
@@ -650,13 +650,13 @@ class ProbabilisticAccumulator(_GridMetric):
         """The needed quantile forecasts stacked as [Q, B, P, C] float64."""
         if isinstance(forecast, Mapping):
             by_level = {round(float(level), _LEVEL_DIGITS): values for level, values in forecast.items()}
-            missing = [level for level in self._needed if level not in by_level]
+            missing = [level for level in self.needed_levels if level not in by_level]
             if missing:
                 raise DataError(
                     f"Quantile forecasts for levels {missing} are missing (got {sorted(by_level)}); rhos "
                     f"{self.rhos} and the bounds of intervals {self.levels} are all needed."
                 )
-            named = {f"quantile {level}": by_level[level] for level in self._needed}
+            named = {f"quantile {level}": by_level[level] for level in self.needed_levels}
             chosen = _checked_arrays({"true": true, **named})
             return torch.stack(chosen[1:])  # [Q, B, P, C]
         if not isinstance(forecast, torch.Tensor):
@@ -667,7 +667,7 @@ class ProbabilisticAccumulator(_GridMetric):
         _check_samples_match(forecast, true)
         if forecast.device != true.device:
             raise DataError(f"samples are on {forecast.device} but true is on {true.device}; use one device.")
-        return sample_quantiles(forecast, self._needed)
+        return sample_quantiles(forecast, self.needed_levels)
 
     def update(self, forecast: torch.Tensor | Mapping[float, torch.Tensor], true: torch.Tensor) -> None:
         """Add a batch: sample paths ``[S, B, P, C]`` or ``{level: [B, P, C]}``, and ``true [B, P, C]``."""
@@ -675,7 +675,7 @@ class ProbabilisticAccumulator(_GridMetric):
         true64 = _to_float64(true)
         self._check_cells(true64)
         quantiles = self._quantiles(forecast, true)  # [Q, B, P, C]
-        position = {level: index for index, level in enumerate(self._needed)}
+        position = {level: index for index, level in enumerate(self.needed_levels)}
 
         def quantile(level: float) -> torch.Tensor:
             return quantiles[position[round(level, _LEVEL_DIGITS)]]  # [B, P, C]

@@ -210,10 +210,14 @@ class ForecastModule(L.LightningModule):
         if pred_orig is not None:
             self.test_errors["original"].update(pred_orig, target_orig)
         if self.probabilistic:
-            forecast = self.model.sample(*model_inputs(self.model.spec, batch), self.hparams.n_samples,
-                                         self._sample_generator)  # [S, B, P, C_out]
+            # The quantiles predict() gives: exact where the model has them (the one-shot Gaussian head), else
+            # those of n_samples paths (whose central 80% covers about 78% of a calibrated forecast's truths at 100).
+            levels = self.test_quantiles["standardized"].needed_levels
+            forecast = self.model.quantiles(*model_inputs(self.model.spec, batch), levels, self.hparams.n_samples,
+                                            self._sample_generator)  # {level: [B, P, C_out]}
             # Quantiles commute with the positive affine un-scaling.
-            forecast_orig = self.to_original(forecast, batch) if pred_orig is not None else None
+            forecast_orig = ({level: self.to_original(values, batch) for level, values in forecast.items()}
+                             if pred_orig is not None else None)
         else:  # the point forecast as every quantile
             rhos = self.test_quantiles["standardized"].rhos
             forecast, forecast_orig = dict.fromkeys(rhos, pred), dict.fromkeys(rhos, pred_orig)

@@ -390,6 +390,23 @@ def test_one_shot_samples_and_quantiles_agree_with_the_predictive_gaussian():
     torch.testing.assert_close(empirical[1], quantiles[0.9], rtol=0, atol=0.08 * spread.item())
 
 
+def test_gaussian_quantiles_are_finite_and_exact_at_extreme_levels():
+    from statistics import NormalDist
+
+    s = spec("S")
+    model = model_for(s, head="gaussian").eval()
+    x, x_mark, y_mark = inputs(s, batch_size=2)
+    levels = (1e-9, 1e-7, 0.5, 1 - 1e-8)  # 1 - 1e-8 is 1.0 in float32, whose icdf is inf
+    with torch.no_grad():
+        quantiles = model.quantiles(x, x_mark, y_mark, levels=levels)
+        prediction = model.step_outputs(x, x_mark, y_mark)
+    mean, scale = prediction.mean[:, -s.pred_len:], prediction.scale[:, -s.pred_len:]
+    for level in levels:
+        assert bool(quantiles[level].isfinite().all()), level
+        expected = mean.double() + scale.double() * NormalDist().inv_cdf(level)
+        torch.testing.assert_close(quantiles[level].double(), expected, rtol=1e-6, atol=1e-6)
+
+
 # ----------------------------------------------------------------- key/value cache (rollout)
 
 # Cached and uncached rollouts run the same operations, but the CPU's matrix products pick
@@ -699,21 +716,28 @@ def test_calibration_needs_a_one_shot_gaussian():
 
 
 def test_the_recipe_calibrates_on_validation_windows_only_when_asked(tmp_path):
+    from forecast import Forecaster
     from forecast.experiment import Experiment, run_experiment
 
     t = np.arange(400)
     csv = tmp_path / "toy.csv"
     pd.DataFrame({"date": pd.date_range("2022-01-01", periods=400, freq="h"),
                   "OT": np.sin(t / 5.0) + np.random.default_rng(0).normal(0, 0.5, 400)}).to_csv(csv, index=False)
-    rows = {}
+    rows, fitted = {}, {}
     for calibrate in (False, True):
         experiment = Experiment.from_recipe(
             "improved", "logsparse", {**TINY, "head": "gaussian"},
             {"max_epochs": 1, "limit_train_batches": 2, "calibrate_scale": calibrate},
             dataset=str(csv), features="S", seq_len=32, label_len=16, pred_len=8)
         rows[calibrate] = run_experiment(experiment, tmp_path / "results.csv", tmp_path / "runs", "test")
+        fitted[calibrate] = Forecaster.load(tmp_path / "runs" / experiment.run_name())
     assert rows[True]["mse"] == pytest.approx(rows[False]["mse"])  # the same point forecast
-    assert abs(rows[True]["coverage_0.8"] - 0.8) < abs(rows[False]["coverage_0.8"] - 0.8)
+    assert rows[True]["coverage_0.8"] != rows[False]["coverage_0.8"]
+    assert float(fitted[False].model.scale_factor) == 1.0
+    # Fitted on the validation windows: their exact 80% intervals cover 80% of them, to the grid of their steps.
+    validation = fitted[True].evaluate(str(csv), windows="val")
+    steps = validation.attrs["n_windows"] * 8
+    assert validation.loc["coverage_0.8", "standardized"] == pytest.approx(0.8, abs=1 / steps + 1e-9)
 
 
 def test_the_offset_softmax_equals_torch_softmax_and_its_gradient():
