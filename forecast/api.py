@@ -41,6 +41,7 @@ from forecast.metrics import pivot_report
 from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
 from forecast.options import ForecasterOptions
+from forecast.plotting import check_forecast_names
 from forecast.predictor import Predictor, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE
 from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, test_windows
@@ -63,6 +64,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     datamodule = options.new_datamodule(data, split)
     datamodule.setup()
     fitted = datamodule.fitted
+    check_forecast_names(fitted.output_columns, options.quantiles, datamodule.source)
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
     module = options.new_module(model, fitted)
     run_path, config = Path(run_dir) if run_dir is not None else None, options.config()

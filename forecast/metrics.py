@@ -369,14 +369,21 @@ def rho_risks(
     return {rho: rho_risk(quantiles[index], true, rho, by=by) for index, rho in enumerate(_check_levels(rhos, "rhos"))}
 
 
-def coverage(lower: Array, upper: Array, true: Array, *, by: Breakdown = "all") -> float | Array:
-    """Fraction of truth values inside the closed interval ``[lower, upper]``."""
-    lower64, upper64, true64 = _checked_arrays({"lower": lower, "upper": upper, "true": true})
-    n_inverted = int((lower64 > upper64).sum())
+def _inside(lower: Array, upper: Array, true: Array) -> Array:
+    """1.0 where ``true`` lies in the closed interval ``[lower, upper]``, 0.0 where it does not, NaN where any
+    of the three is NaN (float64 inputs of one kind); DataError for an interval with lower > upper."""
+    n_inverted = int((lower > upper).sum())
     if n_inverted:
-        raise DataError(f"{n_inverted} intervals have lower > upper; pass (lower, upper, true) in that order.")
-    inside = (lower64 <= true64) & (true64 <= upper64)
-    return _finish(_to_float64(inside).mean(axis=_reduction_axes(true64.shape, by)), by)
+        raise DataError(f"{n_inverted} intervals have lower > upper (crossing quantiles); pass (lower, upper, true) "
+                        "in that order.")
+    undefined = (lower != lower) | (upper != upper) | (true != true)  # NaN is the one value unequal to itself
+    return _where(undefined, math.nan, _to_float64((lower <= true) & (true <= upper)))
+
+
+def coverage(lower: Array, upper: Array, true: Array, *, by: Breakdown = "all") -> float | Array:
+    """Fraction of truth values inside the closed interval ``[lower, upper]`` (NaN in any input propagates)."""
+    lower64, upper64, true64 = _checked_arrays({"lower": lower, "upper": upper, "true": true})
+    return _finish(_inside(lower64, upper64, true64).mean(axis=_reduction_axes(true64.shape, by)), by)
 
 
 def interval_coverage(samples: Array, true: Array, level: float = 0.8, *, by: Breakdown = "all") -> float | Array:
@@ -644,7 +651,7 @@ class ProbabilisticAccumulator(_GridMetric):
         self.needed_levels = tuple(dict.fromkeys(round(value, _LEVEL_DIGITS) for value in (*self.rhos, *bounds)))
         self._add_grid_state("pinball", leading=(len(self.rhos),))
         self._add_grid_state("absolute_truth")
-        self._add_grid_state("n_covered", leading=(len(self.levels),), dtype=torch.int64)
+        self._add_grid_state("n_covered", leading=(len(self.levels),))
 
     def _quantiles(self, forecast: torch.Tensor | Mapping[float, torch.Tensor], true: torch.Tensor) -> torch.Tensor:
         """The needed quantile forecasts stacked as [Q, B, P, C] float64."""
@@ -687,7 +694,7 @@ class ProbabilisticAccumulator(_GridMetric):
             covered = []
             for level in self.levels:
                 lower, upper = (quantile(bound) for bound in _interval_bounds(level))
-                covered.append(((lower <= true64) & (true64 <= upper)).sum(dim=0))
+                covered.append(_inside(lower, upper, true64).sum(dim=0))
             self._accumulate("n_covered", torch.stack(covered))  # [K, P, C]
         self.n_windows += true64.shape[0]
 
@@ -700,7 +707,7 @@ class ProbabilisticAccumulator(_GridMetric):
             losses = _group_sums(self.pinball[index])
             groups[rho_risk_name(rho)] = {key: _safe_divide(2.0 * losses[key], absolute[key]) for key in losses}
         for index, level in enumerate(self.levels):
-            covered = _group_sums(self.n_covered[index].to(torch.float64))
+            covered = _group_sums(self.n_covered[index])
             groups[coverage_name(level)] = {key: covered[key] / cells[key] for key in covered}
         return groups
 

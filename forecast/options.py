@@ -28,6 +28,7 @@ from forecast.data import DataConfig, WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.errors import ConfigError
+from forecast.plotting import check_forecast_names
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model
 from forecast.models import model_options as model_option_fields
 from forecast.module import ForecastModule
@@ -79,6 +80,7 @@ def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
     checked = require_levels("quantiles", levels, allow_empty=True)
     if len(set(checked)) != len(checked):
         raise ConfigError(f"quantiles={levels!r} repeats a level.")
+    check_forecast_names((), checked)
     return tuple(sorted(checked))
 
 

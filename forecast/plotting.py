@@ -30,6 +30,7 @@ from forecast.metrics import horizon_table
 
 __all__ = [
     "NotebookFigure",
+    "check_forecast_names",
     "plot_attention",
     "plot_forecast",
     "plot_horizon_errors",
@@ -51,20 +52,53 @@ def quantile_column(column: Hashable, level: float) -> str:
     return f"{column}{QUANTILE_MARK}{level:g}"
 
 
+def _quantile_level(name: Hashable, column: Hashable) -> float | None:
+    """The level of ``name`` as a quantile column of ``column`` (``"OT_q0.1"``, ``"OT"``: 0.1), else None."""
+    prefix = f"{column}{QUANTILE_MARK}"
+    if not isinstance(name, str) or not name.startswith(prefix):
+        return None
+    try:
+        level = float(name[len(prefix):])
+    except ValueError:
+        return None
+    return level if 0.0 < level < 1.0 else None
+
+
 def quantile_columns(frame: pd.DataFrame, column: Hashable) -> dict[float, str]:
     """``{level: name}`` of the quantile columns of ``column`` in ``frame``, levels increasing."""
-    prefix = f"{column}{QUANTILE_MARK}"
-    found: dict[float, str] = {}
-    for name in frame.columns:
-        if not isinstance(name, str) or not name.startswith(prefix):
-            continue
-        try:
-            level = float(name[len(prefix):])
-        except ValueError:
-            continue
-        if 0.0 < level < 1.0:
-            found[level] = name
+    found = {level: name for name in frame.columns if (level := _quantile_level(name, column)) is not None}
     return dict(sorted(found.items()))
+
+
+def check_forecast_names(columns: Sequence[Hashable], levels: Sequence[float] = (), source: str = "") -> None:
+    """ConfigError where a forecast frame's names would be ambiguous: two quantile levels that give one
+    column name, or a variable of ``source`` (a file, named in the message) named like another variable's
+    quantile column (``temp_q0.1`` beside ``temp``)."""
+    names: dict[str, float] = {}
+    for level in levels:
+        name = quantile_column("", level)
+        if name in names:
+            raise ConfigError(f"quantiles {names[name]!r} and {level!r} both name the columns '<variable>{name}'. "
+                              "Fix: levels that differ in their first six significant digits.")
+        names[name] = level
+    where = f"{source}: " if source else ""
+    for column in columns:
+        for other in columns:
+            level = _quantile_level(column, other)
+            if level is not None:
+                renamed = str(column).replace(QUANTILE_MARK, "_p")
+                raise ConfigError(
+                    f"{where}variable {column!r} reads as the {level:g} quantile column of variable {other!r} in "
+                    f"forecasts (named '<variable>{QUANTILE_MARK}<level>'). Fix: rename it, e.g. "
+                    f"df.rename(columns={{{column!r}: {renamed!r}}}).")
+
+
+def _names(value: Hashable | Sequence[Hashable], argument: str) -> list[Hashable]:
+    """A name (a string, or any label that is not a list) or a list of names, as a list; none is an error."""
+    names = [value] if isinstance(value, str) or not isinstance(value, Sequence) else list(value)
+    if not names:
+        raise ConfigError(f"{argument} is empty. Fix: name at least one.")
+    return names
 
 
 def _point_columns(frame: pd.DataFrame) -> list[Hashable]:
@@ -161,7 +195,7 @@ def plot_forecast(
     history = _time_indexed(history, "history", date_column) if history is not None else None
     truth = _time_indexed(truth, "truth", date_column) if truth is not None else None
     available = _point_columns(forecast)
-    chosen = available if columns is None else [columns] if isinstance(columns, str) else list(columns)
+    chosen = available if columns is None else _names(columns, "columns")
     missing = [column for column in chosen if column not in available]
     if missing or not chosen:
         raise ConfigError(f"columns {missing or chosen!r} are not forecast columns; choose from {available!r}.")
@@ -192,7 +226,7 @@ def plot_forecast(
 def plot_horizon_errors(
     report: pd.DataFrame | Mapping[str, pd.DataFrame],
     *,
-    metrics: Sequence[str] = ("mse", "mae"),
+    metrics: str | Sequence[str] = ("mse", "mae"),
     scale: str = "original",
     title: str | None = None,
     figsize: tuple[float, float] | None = None,
@@ -203,6 +237,7 @@ def plot_horizon_errors(
     or a mapping ``label -> report`` to compare models on the same axes. ``scale`` is
     ``"original"`` or ``"standardized"``.
     """
+    metrics = _names(metrics, "metrics")
     reports = {"forecast": report} if isinstance(report, pd.DataFrame) else dict(report)
     if not reports:
         raise ConfigError("plot_horizon_errors needs at least one report.")
@@ -228,7 +263,7 @@ def plot_horizon_errors(
 def plot_model_comparison(
     results: pd.DataFrame,
     *,
-    metrics: Sequence[str] = ("mse", "mae"),
+    metrics: str | Sequence[str] = ("mse", "mae"),
     label: str = "model",
     group: str | None = "pred_len",
     title: str | None = None,
@@ -243,6 +278,7 @@ def plot_model_comparison(
     published numbers, append them as rows with their own label (e.g. ``"informer
     (paper)"``). Axis i holds one bar container per label.
     """
+    metrics = _names(metrics, "metrics")
     needed = [label, *metrics]
     missing = [column for column in needed if column not in results.columns]
     if missing:

@@ -405,6 +405,7 @@ class Predictor:
     def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
         """One dataset window as a batch of one, with its lookback and label+horizon timestamps."""
         datamodule = self.require_data("a window of the data")
+        window = require_int("window", window)
         dataset = datamodule.dataset(split)
         if not -len(dataset) <= window < len(dataset):
             raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
@@ -461,13 +462,16 @@ class Predictor:
         series ``series``, with the ``future_covariates`` of :meth:`predict`. With ``window=i``:
         the forecast of window ``i`` of the fitted data's ``split`` (a panel's windows of every
         series in turn) against the truth, with its lookback as history. ``columns`` picks
-        variables (a name or a list; default all outputs).
+        variables (a name or a list; default all outputs). ``history`` also shortens a window's lookback.
         """
         fitted = self.fitted_state
+        rows = require_int("history", history, 0, optional=True)
         if window is not None:
-            if df is not None:
-                raise ConfigError("plot() takes df or window, not both: a window comes from the fitted data.")
+            if df is not None or series is not None or future_covariates is not None:
+                raise ConfigError("plot(window=...) draws a window of the fitted data: df, series and "
+                                  "future_covariates are for the forecast of the real future. Fix: give either.")
             past, future, truth = self._window_frames(window, split)
+            past = past.iloc[len(past) - min(len(past), rows if rows is not None else len(past)):]  # [-0:]: all
             title = f"{self.model_name}: {split} window {window}"
             if fitted.panel is not None:
                 title += f", series {fitted.panel.ids[int(self._window_input(window, split)[0]['series'][0])]!r}"
@@ -476,11 +480,13 @@ class Predictor:
                 self.require_data("plot() without df")
             if fitted.panel is not None and series is None:
                 raise ConfigError(f"plot() of a panel's future needs series=<one id>, e.g. {fitted.panel.ids[0]!r}")
+            if fitted.panel is None and series is not None:
+                raise ConfigError(f"plot(series={series!r}): this model was fitted on a wide table, whose variables "
+                                  "are columns. Fix: columns=[...] picks variables.")
             future = self.predict(df, future_covariates)
             if fitted.panel is not None:
                 id_column, date_column = fitted.panel.id_column, fitted.prepare_options["date_column"]
                 future = future[future[id_column] == series].drop(columns=id_column).set_index(date_column)
-            rows = require_int("history", history, 0, optional=True)
             past = self._history(df, rows if rows is not None else fitted.seq_len, series)
             truth = None
             title = f"{self.model_name}: forecast of the next {fitted.pred_len} steps"

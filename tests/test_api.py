@@ -330,12 +330,23 @@ def test_unknown_options_name_the_valid_ones():
 @pytest.mark.parametrize("options", [
     dict(d_model=15, n_heads=2), dict(loss="l3"), dict(lr_schedule="weekly"), dict(learning_rate=-1.0),
     dict(features="X"), dict(time_encoding="clock"), dict(label_len=200), dict(quantiles=(0.1, 1.5)),
-    dict(patience=0), dict(progress="yes"), dict(extra_trainer_options={"callbacks": []}),
+    dict(quantiles=(0.1, 0.1000001, 0.9)), dict(patience=0), dict(progress="yes"),
+    dict(extra_trainer_options={"callbacks": []}),
     dict(default_root_dir="runs"),
 ])
 def test_bad_option_values_fail_at_construction(options):
     with pytest.raises(ConfigError):
         Forecaster("informer", **options)
+
+
+def test_a_variable_named_like_another_ones_quantile_column_is_refused_before_training(frame):
+    """Forecast frames name quantile columns '<variable>_q<level>': 'a_q0.1' beside 'a' would be read as a's
+    0.1 quantile (by plot(), and by a user), or be overwritten by it."""
+    ambiguous = frame.rename(columns={"b": "a_q0.1"})
+    with pytest.raises(ConfigError, match=r"'a_q0.1' reads as the 0.1 quantile column of variable 'a'.*a_p0.1"):
+        Forecaster("seasonal_naive", **WINDOW, season_length=24).fit(ambiguous)
+    renamed = frame.rename(columns={"b": "a_p0.1"})
+    assert "a_p0.1_q0.1" in Forecaster("seasonal_naive", **WINDOW, season_length=24).fit(renamed).predict()
 
 
 def test_options_are_routed_to_data_training_trainer_and_model():
@@ -564,6 +575,17 @@ def test_plot_returns_figures_of_the_future_and_of_test_windows(fitted, frame):
     assert len(fitted.plot(history=0).axes[0].get_lines()[0].get_xdata()) == 0  # no history, not all of it
     with pytest.raises(ConfigError, match="history must be None or an integer >= 0"):
         fitted.plot(history=-5)
+    short = fitted.plot(window=0, history=5, columns="OT").axes[0].get_lines()[0]  # the lookback's last 5 rows
+    assert len(short.get_xdata()) == 5
+    np.testing.assert_array_equal(short.get_ydata(), fitted.plot(window=0).axes[2].get_lines()[0].get_ydata()[-5:])
+    # What would be silently ignored is refused by name.
+    for bad, words in ((dict(series="OT"), "wide table"), (dict(window=0, series="OT"), "series"),
+                       (dict(window=0, future_covariates=frame), "future_covariates"), (dict(window=True), "window"),
+                       (dict(window=1.0), "window")):
+        with pytest.raises(ConfigError, match=words):
+            fitted.plot(**bad)
+    with pytest.raises(ConfigError, match="future covariates were given.*wide table"):
+        fitted.predict(frame, future_covariates=frame)
 
 
 def test_attention_weights_come_per_encoder_layer(fitted):

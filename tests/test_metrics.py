@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import lightning as L
 import numpy as np
 import pandas as pd
@@ -273,6 +275,21 @@ def test_coverage_hand_computed() -> None:
         metrics.coverage(upper, lower, true)
 
 
+def test_coverage_propagates_nan_as_the_other_metrics_do() -> None:
+    true = np.ones((4, 3, 2))
+    true[0, 0, 0] = np.nan
+    inside = np.zeros_like(true), np.full_like(true, 2.0)
+    assert math.isnan(metrics.coverage(*inside, true))
+    by_variable = metrics.coverage(*inside, true, by="variable")
+    assert math.isnan(by_variable[0]) and by_variable[1] == 1.0  # only the cells a NaN touches
+    assert math.isnan(metrics.interval_coverage(np.ones((10, 4, 3, 2)), true))
+    samples = np.ones((10, 4, 3, 2))
+    samples[3, 1, 1, 1] = np.nan  # a NaN sample makes its cell's quantiles NaN
+    assert math.isnan(metrics.interval_coverage(samples, np.ones((4, 3, 2))))
+    summary = metrics.probabilistic_summary(np.ones((10, 4, 3, 2)), torch.from_numpy(true))
+    assert math.isnan(summary.overall["coverage_0.8"]) and math.isnan(summary.overall["rho_risk_0.5"])
+
+
 def test_interval_coverage_of_samples_hand_computed() -> None:
     # 11 samples 0, 1, ..., 10 per cell: linear quantiles 0.1 -> 1.0 and 0.9 -> 9.0, so the
     # nominal 80% interval is [1, 9]; truths 0.5, 1, 5, 9, 9.5 -> 3 of 5 inside.
@@ -406,6 +423,9 @@ def test_probabilistic_accumulator_matches_functions_over_uneven_batches() -> No
     assert from_quantiles.overall == pytest.approx(summary.overall, rel=1e-12)
     with pytest.raises(DataError, match="missing"):
         metrics.probabilistic_summary({0.5: quantiles[0.5]}, true)
+    crossing = {0.1: quantiles[0.9], 0.5: quantiles[0.5], 0.9: quantiles[0.1]}
+    with pytest.raises(DataError, match="lower > upper"):
+        metrics.probabilistic_summary(crossing, true)
 
 
 def test_accumulator_in_a_lightning_test_loop() -> None:

@@ -98,6 +98,11 @@ def test_forecast_figure_without_quantiles_or_past_and_column_choice():
     assert not fig.axes[0].collections
 
 
+def test_forecast_figure_takes_a_column_name_that_is_not_a_string():
+    forecast = forecast_frame(levels=()).rename(columns={"a": 0})
+    assert plot_forecast(forecast, columns=0).axes[0].get_ylabel() == "0"
+
+
 def test_forecast_figure_accepts_time_zones_and_date_columns():
     forecast = forecast_frame(tz="Europe/Paris")
     past = past_frame(tz="Europe/Paris").reset_index()  # a 'date' column instead of the index
@@ -110,6 +115,8 @@ def test_forecast_figure_accepts_time_zones_and_date_columns():
 def test_forecast_figure_rejects_unknown_columns_and_untimed_frames():
     with pytest.raises(ConfigError, match="'nope'"):
         plot_forecast(forecast_frame(), columns=["nope"])
+    with pytest.raises(ConfigError, match="columns is empty"):
+        plot_forecast(forecast_frame(), columns=[])
     with pytest.raises(DataError, match="DatetimeIndex"):
         plot_forecast(forecast_frame().reset_index(drop=True))
 
@@ -138,6 +145,9 @@ def test_horizon_errors_plot_one_axis_per_metric_one_line_per_report():
     assert [line.get_label() for line in fig.axes[0].get_lines()] == ["informer", "naive"]
     with pytest.raises(ConfigError, match="crps"):
         plot_horizon_errors(first, metrics=("crps",))
+    assert len(plot_horizon_errors(first, metrics="mse").axes) == 1  # one name, not the letters m, s, e
+    with pytest.raises(ConfigError, match="metrics is empty"):
+        plot_horizon_errors(first, metrics=())
 
 
 def results_table() -> pd.DataFrame:

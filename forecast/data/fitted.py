@@ -301,6 +301,10 @@ class FittedState:
         series = data if isinstance(data, (TimeSeries, Panel)) else self.read(data)
         if isinstance(series, Panel):
             return _panel_future_batch(self, series, future)
+        if future is not None:
+            raise ConfigError(f"{series.source}: future covariates were given, but this model was fitted on a "
+                              "wide table, which has none. Fix: leave future_covariates out, or fit a long table "
+                              "of many series with id_column=... and future_covariates=[...].")
         seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len
         if series.n_rows < seq_len:
             raise SeriesTooShortError(
