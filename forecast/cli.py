@@ -550,10 +550,12 @@ def with_command_line_flags(message: str, command: str) -> str:
     from forecast.config import data_option_names
 
     prefix = _DATA_FLAG_PREFIX.get(command)
-    named = dict.fromkeys(name for name in re.findall(r"\b(\w+)=", message) if name in data_option_names())
+    own = {name for name, *_ in _COMMAND_FLAGS.get(command, ())}  # predict's --future_covariates CSV
+    named = dict.fromkeys(name for name in re.findall(r"\b(\w+)=", message) if name in {*data_option_names(), *own})
     if prefix is None or not named:
         return message
-    return f"{message} (On the command line: {', '.join(prefix + name for name in named)}.)"
+    flags = ", ".join(f"--{name}" if name in own else prefix + name for name in named)
+    return f"{message} (On the command line: {flags}.)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

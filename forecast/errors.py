@@ -87,5 +87,11 @@ class DuplicateColumnError(DataError):
     """Two columns of the table have the same name."""
 
 
+class UnknownSeriesError(DataError, KeyError):
+    """A series id that is not in the panel (also a ``KeyError``: a panel is looked up by id)."""
+
+    __str__ = Exception.__str__  # the message as written, not KeyError's quoted repr
+
+
 class NonFiniteForecastError(ForecastError):
     """A model produced NaN or infinite forecasts (a diverged training or extreme inputs)."""

@@ -299,6 +299,9 @@ def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
     assert with_command_line_flags("Fix: pass fill_nan='ffill'.", "sweep").endswith("(On the command line: "
                                                                                    "--set data.fill_nan.)")
     assert with_command_line_flags("Fix: pass resume=False.", "fit") == "Fix: pass resume=False."  # not data
+    fix = "Fix: pass future_covariates=<a long table>."  # a fit's column list, but predict's own CSV flag
+    assert with_command_line_flags(fix, "fit").endswith("(On the command line: --data.future_covariates.)")
+    assert with_command_line_flags(fix, "predict").endswith("(On the command line: --future_covariates.)")
 
 
 def test_predict_without_a_fitted_run_says_how_to_fix_it(workdir, capsys):

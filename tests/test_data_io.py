@@ -381,6 +381,15 @@ def test_fill_policies_match_pandas(policy):
     assert np.isfinite(series.values).all()
 
 
+@pytest.mark.parametrize("policy", ["ffill", "interpolate", "zero"])
+def test_fill_policies_never_fill_after_the_last_observation(policy):
+    """Rows appended for the future (NaN target) would move the forecast's start past the last observation."""
+    frame = make_frame(n=12)
+    frame.loc[[10, 11], "OT"] = np.nan
+    with pytest.raises(NonFiniteValueError, match=r"'OT' is empty on its last 2 row\(s\), from row 10.*drop"):
+        prepare_series(frame, fill_nan=policy)
+
+
 def test_fill_cannot_invent_a_column_that_is_all_nan():
     frame = make_frame().assign(a=np.nan)
     with pytest.raises(NonFiniteValueError, match="'a'.*columns="):

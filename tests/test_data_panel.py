@@ -10,6 +10,7 @@ from forecast.data import prepare_panel
 from forecast.errors import (
     ConfigError,
     DataError,
+    DuplicateColumnError,
     DuplicateTimestampError,
     IrregularTimestampError,
     MixedFrequencyError,
@@ -51,8 +52,16 @@ def test_a_long_frame_splits_into_its_series_with_their_roles():
         np.testing.assert_array_equal(series.future[:, 0], rows["promo"].to_numpy(float))
         assert series.static == {"region": rows["region"].iloc[0]}
     assert panel["s1"].n_rows == 12 and panel["s1"].dates[0] == pd.Timestamp("2024-01-02 05:00")
-    with pytest.raises(KeyError, match="no series 's9'"):
+    with pytest.raises(KeyError, match="no series 's9'") as raised:
         panel["s9"]
+    assert isinstance(raised.value, DataError) and str(raised.value).startswith("<DataFrame>: no series 's9'")
+
+
+def test_a_panel_frame_with_two_columns_of_one_name_is_refused_by_name():
+    frame = long_frame()
+    frame.columns = ["unique_id", "ds", "y", "footfall", "footfall", "region"]
+    with pytest.raises(DuplicateColumnError, match=r"\['footfall'\] appear more than once"):
+        prepare_panel(frame, id_column="unique_id", target="y")
 
 
 def test_a_csv_panel_reads_like_the_frame(tmp_path):

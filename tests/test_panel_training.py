@@ -324,6 +324,17 @@ def test_plots_of_a_panel_name_their_series():
     assert "series 's" in fc.plot(window=-1).get_suptitle()
     with pytest.raises(ConfigError, match="series=<one id>"):
         fc.plot(frame, future_covariates=future_frame(frame, promo=0.0))
+    with pytest.raises(DataError, match="no series 'nope'.*Fix"):
+        fc.plot(frame, series="nope", future_covariates=future_frame(frame, promo=0.0))
+
+
+def test_future_covariates_for_a_panel_fitted_without_them_are_refused():
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", id_column="store",
+                                                            target="sales")
+    with pytest.raises(ConfigError, match="future covariates were given, but the model was fitted with none"):
+        fc.predict(frame, future_covariates=future_frame(frame, promo=0.0))
+    assert len(fc.predict(frame)) == 3 * 4
 
 
 def test_a_panel_config_fits_and_predicts_through_the_command_line(tmp_path, monkeypatch, capsys):

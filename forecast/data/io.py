@@ -298,10 +298,14 @@ SERIES_COLUMN = "value"  # the variable's name for a pd.Series that has none
 
 def read_table(data: Table) -> tuple[pd.DataFrame, Origin]:
     """A DataFrame as it is, a Series as a one-column frame, or a CSV path read; with the
-    origin used in messages."""
+    origin used in messages. DuplicateColumnError for a frame with two columns of one name."""
     if isinstance(data, pd.Series):
         return _series_frame(data), Origin("<Series>")
     if isinstance(data, pd.DataFrame):
+        repeated = sorted(set(data.columns[data.columns.duplicated()]), key=str)
+        if repeated:
+            raise DuplicateColumnError(f"{DATAFRAME_SOURCE}: column(s) {repeated!r} appear more than once. Fix: "
+                                       "give every column its own name.")
         return data, Origin(DATAFRAME_SOURCE)
     if isinstance(data, (str, os.PathLike)):
         return read_csv(data), Origin.of_file(data)
@@ -392,11 +396,6 @@ def _extract_dates(
             f"{origin.label}: the columns have {frame.columns.nlevels} levels ({list(frame.columns)[:3]!r}...). "
             "Fix: flatten them to one level of names first, e.g. df.columns = ['_'.join(map(str, c)) for c in "
             "df.columns]."
-        )
-    repeated = sorted(set(frame.columns[frame.columns.duplicated()]), key=str)
-    if repeated:
-        raise DuplicateColumnError(
-            f"{origin.label}: column(s) {repeated!r} appear more than once. Fix: give every column its own name."
         )
     if date_column is None:
         date_column = _find_date_column(frame, origin)
@@ -589,6 +588,23 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
             f"{value} ({rows.size} non-finite values in the used columns). Fix: clean the data, "
             f"or pass fill_nan= one of {FILL_POLICIES} (NaN and inf are filled alike)."
         )
+    empty = values.columns[~finite.any(axis=0)]
+    if len(empty):
+        raise NonFiniteValueError(
+            f"{origin.label}: column {empty[0]!r} has no finite value to fill from. "
+            "Fix: drop the column (or pass columns=[...] without it)."
+        )
+    # A forecast starts after the last row: filled last rows would move its start past the last observation.
+    after_last = ~np.maximum.accumulate(finite[::-1], axis=0)[::-1]  # [T, C] rows after each column's last value
+    if after_last.any():
+        column = int(np.flatnonzero(after_last.any(axis=0))[0])
+        n_rows = int(after_last[:, column].sum())
+        raise NonFiniteValueError(
+            f"{origin.label}: column {values.columns[column]!r} is empty on its last {n_rows} row(s), from "
+            f"{origin.row(len(values) - n_rows, values.index)}: fill_nan fills gaps before the last observation, "
+            "never after it, where a forecast would start from guessed values. Fix: drop those rows (a "
+            "panel's future steps go in predict(..., future_covariates=...))."
+        )
     missing = values.replace([np.inf, -np.inf], np.nan)
     if fill_nan == "ffill":
         filled = missing.ffill().bfill()  # bfill covers a leading gap only
@@ -596,12 +612,6 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
         filled = missing.interpolate(method="linear", limit_direction="both")
     else:
         filled = missing.fillna(0.0)
-    empty = [c for c in filled.columns if filled[c].isna().any()]
-    if empty:
-        raise NonFiniteValueError(
-            f"{origin.label}: column {empty[0]!r} has no finite value to fill from. "
-            "Fix: drop the column (or pass columns=[...] without it)."
-        )
     logger.info("%s: filled %d non-finite values with policy %r.", origin.label, (~finite).sum(), fill_nan)
     return filled
 
@@ -687,7 +697,8 @@ def prepare_series(
     the DatetimeIndex, else the one column holding timestamps, logged); timestamps
     are sorted and unique (``allow_duplicates`` keeps repeats); the chosen columns exist,
     the target among them; they are numeric; they are finite (``fill_nan`` opts in to
-    ``'ffill'``, ``'interpolate'`` or ``'zero'``); steps follow ``freq`` (inferred when
+    ``'ffill'``, ``'interpolate'`` or ``'zero'``, before each column's last finite value, never
+    after it: a forecast starts after the last row); steps follow ``freq`` (inferred when
     ``None``; ``allow_irregular`` accepts gaps and uses the most common step as frequency).
     ``columns`` selects variables (the target is always kept); their order stays the
     table's, with the target moved last. Without a ``target``, ``M`` uses every column

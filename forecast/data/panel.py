@@ -51,6 +51,7 @@ from forecast.errors import (
     NonFiniteValueError,
     SeriesTooShortError,
     UnknownColumnError,
+    UnknownSeriesError,
     UnsortedTimestampError,
 )
 
@@ -101,8 +102,8 @@ class Panel:
         for series in self.series:
             if series.id == series_id:
                 return series
-        raise KeyError(f"{self.source}: no series {series_id!r}; it has {len(self.series)} series, e.g. "
-                       f"{list(self.ids[:5])!r}")
+        raise UnknownSeriesError(f"{self.source}: no series {series_id!r}; it has {len(self.series)} series, e.g. "
+                                 f"{list(self.ids[:5])!r}. Fix: name one of them.")
 
 
 def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column: Hashable, target: Hashable,
@@ -309,6 +310,9 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     n_series = len(panel.series)
     pred_len = len(steps) // n_series
     if not columns:
+        if future is not None:
+            raise ConfigError(f"{panel.source}: future covariates were given, but the model was fitted with none. "
+                              "Fix: leave future_covariates out, or fit with future_covariates=[...].")
         return np.zeros((n_series, pred_len, 0))
     if future is None:
         raise DataError(f"{panel.source}: the model was fitted with future covariates {columns!r}; forecasting "
