@@ -57,6 +57,19 @@ def test_a_long_frame_splits_into_its_series_with_their_roles():
     assert isinstance(raised.value, DataError) and str(raised.value).startswith("<DataFrame>: no series 's9'")
 
 
+@pytest.mark.parametrize(("value", "words"), [(np.nan, r"'region' is missing.*fillna\('unknown'\)"),
+                                             (pd.Timestamp("2020-01-01"), r"'region' is Timestamp.*astype\(str\)")])
+def test_a_static_covariate_that_a_saved_run_could_not_keep_is_refused(value, words):
+    """Saved runs keep static categories as JSON: NaN never equals itself and a Timestamp comes back as text,
+    so a loaded model would refuse its own training data."""
+    frame = long_frame()
+    frame["region"] = frame["region"].astype(object).where(frame["unique_id"] != "s1", value)
+    with pytest.raises(DataError, match=r"series 's1': static covariate " + words):
+        prepare_panel(frame, **ROLES)
+    numbers = prepare_panel(long_frame().assign(region=lambda f: f["unique_id"].str[1:].astype(int)), **ROLES)
+    assert [type(series.static["region"]) for series in numbers.series] == [int, int, int]  # not numpy int64
+
+
 def test_a_panel_frame_with_two_columns_of_one_name_is_refused_by_name():
     frame = long_frame()
     frame.columns = ["unique_id", "ds", "y", "footfall", "footfall", "region"]

@@ -175,7 +175,16 @@ def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Orig
             raise DataError(f"{origin.label}: static covariate {column!r} takes {len(distinct)} values "
                             f"({list(distinct[:3])!r}...), one per series is expected. Fix: make it constant "
                             "within each series, or pass it as a past or future covariate.")
-        values[column] = distinct.iloc[0]
+        value = distinct.iloc[0]
+        value = value.item() if isinstance(value, np.generic) else value  # a Python scalar, as saved runs keep it
+        if pd.api.types.is_scalar(value) and pd.isna(value):  # None, NaN, NaT, pd.NA
+            raise DataError(f"{origin.label}: static covariate {column!r} is missing. Fix: give the series a "
+                            f"category of its own, e.g. df[{column!r}].fillna('unknown').")
+        if not isinstance(value, (str, int, float)):  # bool is an int
+            raise DataError(f"{origin.label}: static covariate {column!r} is {value!r}, a {type(value).__name__}: "
+                            "static covariates are categories, saved with a run as text or numbers. Fix: "
+                            f"df[{column!r}] = df[{column!r}].astype(str).")
+        values[column] = value
     return values
 
 
