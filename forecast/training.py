@@ -717,7 +717,9 @@ def git_commit(default: str = "unknown", outputs: Sequence[str | os.PathLike] = 
     copied from, else ``default``.
     """
     root = Path(forecast.__file__).resolve().parent.parent
-    excluded = [f":(exclude){Path(path).resolve()}" for path in outputs]
+    # git refuses a pathspec outside the checkout: outputs elsewhere cannot make it dirty anyway.
+    excluded = [f":(exclude){path}" for path in (Path(output).resolve() for output in outputs)
+                if path.is_relative_to(root)]
     try:
         commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
                                 capture_output=True, text=True, check=True).stdout.strip()

@@ -657,6 +657,7 @@ def test_git_commit_is_dirty_for_modified_code_but_not_for_the_outputs_it_is_tol
     assert git_commit() == clean + "-dirty"
     (tmp_path / "pkg" / "__init__.py").write_text("x = 2\n")
     assert git_commit(outputs=[tmp_path / "results"]) == clean + "-dirty"
+    assert git_commit(outputs=[tmp_path.parent / "results elsewhere"]) == clean + "-dirty"  # not "unknown"
     # A copied tree without .git (a lent GPU machine's) is stamped with the commit it was copied from.
     monkeypatch.setenv("FORECAST_COMMIT", "0123456789ab")
     assert git_commit() == clean + "-dirty"  # git, where there is a checkout
