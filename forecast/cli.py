@@ -242,14 +242,30 @@ def _validate(args: argparse.Namespace, tokens: list[str]) -> int:
     return 0
 
 
+def _destination(run: _FittedRun, flag: str, default: str) -> Path:
+    """Where a command writes (``--<flag>``, else ``default`` in the run folder), checked before any work: never
+    the data it reads, never a folder; its parent folder created."""
+    destination = Path(run.flags[flag]) if run.flags[flag] else run.run_dir / default
+    if destination.is_dir():
+        raise ConfigError(f"--{flag} {destination} is a folder. Fix: name a file, e.g. {destination / default}.")
+    if destination.exists() and Path(run.data).exists() and destination.samefile(run.data):
+        raise ConfigError(f"--{flag} {destination} is the data this command reads (--input); writing it would "
+                          "destroy it. Fix: name another file.")
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"--{flag} {destination}: cannot create its folder ({error.strerror}). Fix: name a "
+                          "writable place.") from None
+    return destination
+
+
 def _test(args: argparse.Namespace, tokens: list[str]) -> int:
     from forecast.metrics import pivot_report
 
     run = _fitted_run("test", tokens)
     windows = run.flags["windows"]
+    destination = _destination(run, "report", f"{windows}_report.csv")
     report = run.forecaster.evaluate(run.data, split=run.split, windows=windows, detail=True)
-    destination = Path(run.flags["report"]) if run.flags["report"] else run.run_dir / f"{windows}_report.csv"
-    destination.parent.mkdir(parents=True, exist_ok=True)
     report.to_csv(destination, index=False)
     print(f"test of {run.run_dir} over {int(report['n_windows'].iloc[0])} {windows} windows:")
     print(_table(pivot_report(report)))
@@ -260,9 +276,8 @@ def _test(args: argparse.Namespace, tokens: list[str]) -> int:
 def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     run = _fitted_run("predict", tokens)
     forecaster = run.forecaster
+    destination = _destination(run, "output", "forecast.csv")
     future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
-    destination = Path(run.flags["output"]) if run.flags["output"] else run.run_dir / "forecast.csv"
-    destination.parent.mkdir(parents=True, exist_ok=True)
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         future.to_csv(destination, index=False)
         print(f"forecast of {len(future)} steps after each series' last row written to {destination}")
@@ -388,6 +403,10 @@ def _splits(args: argparse.Namespace, tokens: list[str]) -> int:
 
     from forecast.config import valid_options_hint
 
+    prefixed = [token.partition("=")[0] for token in tokens if token.startswith("--data.")]
+    if prefixed:  # the parser would read it as the positional data, silently replaced
+        raise ConfigError(f"forecast splits: {prefixed[0]}: splits takes fit's data options without the data. "
+                          f"prefix. Fix: --{prefixed[0][len('--data.'):]} (see `forecast splits --help`).")
     parser = _splits_parser()
     try:
         options = parser.parse_args(tokens).as_dict()
@@ -551,7 +570,9 @@ def with_command_line_flags(message: str, command: str) -> str:
 
     prefix = _DATA_FLAG_PREFIX.get(command)
     own = {name for name, *_ in _COMMAND_FLAGS.get(command, ())}  # predict's --future_covariates CSV
-    named = dict.fromkeys(name for name in re.findall(r"\b(\w+)=", message) if name in {*data_option_names(), *own})
+    # `pass columns=[...]`, `(fill_nan=...)`: not `runs/dataset=ETTh1_model=...`, a run folder's name
+    named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`])(\w+)=", message)
+                          if name in {*data_option_names(), *own})
     if prefix is None or not named:
         return message
     flags = ", ".join(f"--{name}" if name in own else prefix + name for name in named)

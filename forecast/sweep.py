@@ -46,7 +46,7 @@ from lightning.pytorch.callbacks import Callback
 
 from forecast.checks import is_int, require_ints
 from forecast.config import CONFIG_NAME, DEFAULT_RUNS_DIR, RunConfig, load_config, read_yaml
-from forecast.errors import ConfigError
+from forecast.errors import ConfigError, ForecastError
 from forecast.experiment import Experiment, run_experiment
 from forecast.results import has_row
 from forecast.training import last_checkpoint
@@ -288,7 +288,7 @@ def run_sweep(
         except Exception as error:  # one failed run (e.g. data not available) must not stop a long sweep
             if fail_fast:
                 raise
-            log.error("%s failed: %s", label, error, exc_info=not isinstance(error, ConfigError))
+            log.error("%s failed: %s", label, error, exc_info=not isinstance(error, ForecastError))
             announce(f"{label}: FAILED: {error}")
             summary.failed.append((run, error))
             continue

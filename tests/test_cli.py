@@ -147,9 +147,15 @@ def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(w
                       (["test", "--run_dir", "nothing"], "nothing holds no fitted run"),
                       (["predict", "--run_dir", "toy", "--print_config"], "the config.json of its --run_dir folder"),
                       (["test", "--config", "toy/config.json"], "is what a fitted run saved, not a run config. Fix: "
-                                                                 "--run_dir toy")):
+                                                                 "--run_dir toy"),
+                      (["predict", "--run_dir", "toy", "--input", "toy.csv", "--output", "toy.csv"],
+                       "is the data this command reads"),
+                      (["test", "--run_dir", "toy", "--input", "toy.csv", "--report", "toy"], "is a folder")):
         assert main(args) == 2
         assert fix in capsys.readouterr().err
+    assert len(pd.read_csv(workdir / "toy.csv")) == ROWS  # the input was not overwritten
+    assert main(["test", "--run_dir", "runs/dataset=toy_model=naive"]) == 2
+    assert "(On the command line" not in capsys.readouterr().err  # 'dataset=' in a folder's name is no fix
 
 
 def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
@@ -221,6 +227,8 @@ def test_splits_reads_the_data_with_the_options_fit_takes(workdir, capsys):
     assert "300 rows x 1 variables" in out and "split fractions" in out
     assert main(["splits", "gappy.csv", "--fill_nan", "ffill", "--fil_nan", "zero"]) == 2
     assert "Did you mean --fill_nan?" in capsys.readouterr().err
+    assert main(["splits", "gappy.csv", "--data.fill_nan", "ETTh1"]) == 2  # was read as the data: ETTh1's splits
+    assert "without the data. prefix. Fix: --fill_nan" in capsys.readouterr().err
     long = pd.concat([frame.assign(unique_id=name).iloc[:150] for name in ("north", "south")], ignore_index=True)
     long.drop(columns="a").to_csv(workdir / "panel.csv", index=False)
     assert main(["splits", "panel.csv", "--id_column", "unique_id", "--target", "OT",

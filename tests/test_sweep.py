@@ -66,6 +66,16 @@ def sweep_dirs(tmp_path, monkeypatch):
     return SweepSpec(configs_dir=tmp_path / "configs", results_dir=tmp_path / "results", runs_dir=tmp_path / "runs")
 
 
+def test_a_run_whose_data_is_missing_fails_alone_with_its_message_and_no_traceback(sweep_dirs, caplog):
+    missing = sweep_dirs.configs_dir / "gone"
+    missing.mkdir()
+    write_config(missing, {"name": "naive"}, Path("missing.csv"))
+    summary = run_sweep(sweep_dirs)
+    assert len(summary.ran) == 2 and [run.experiment.dataset for run, _ in summary.failed] == ["missing.csv"]
+    (failure,) = [record for record in caplog.records if "failed" in record.getMessage()]
+    assert "missing.csv" in failure.getMessage() and not failure.exc_info  # a DataError says it all
+
+
 def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     spec = sweep_dirs.updated(seeds=[0, 1])
     summary = run_sweep(spec)
