@@ -64,7 +64,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     datamodule = options.new_datamodule(data, split)
     datamodule.setup()
     fitted = datamodule.fitted
-    check_forecast_names(fitted.output_columns, options.quantiles, datamodule.source)
+    check_forecast_names(fitted.output_columns, source=datamodule.source)  # the levels: checked by the options
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
     module = options.new_module(model, fitted)
     run_path, config = Path(run_dir) if run_dir is not None else None, options.config()

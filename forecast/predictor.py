@@ -277,6 +277,11 @@ def _remove_previous_fit(run_dir: Path, resuming: bool) -> None:
 # --------------------------------------------------------------------------- Predictor
 
 
+def _last_rows(length: int, rows: int) -> slice:
+    """The last ``rows`` of ``length`` rows (all of them at most; none for 0, where ``[-0:]`` would be all)."""
+    return slice(length - min(rows, length), None)
+
+
 class Predictor:
     """A fitted model (in its :class:`~forecast.module.ForecastModule`) with its :class:`FittedState`.
 
@@ -439,7 +444,7 @@ class Predictor:
             values, dates = one.target[:, None], one.dates
         else:
             values, dates = data.values[:, -len(fitted.output_columns):], data.dates
-        last = slice(len(dates) - min(rows, len(dates)), None)  # [-0:] would be every row
+        last = _last_rows(len(dates), rows)
         return pd.DataFrame(values[last], index=dates[last], columns=self.output_columns)
 
     # -------------------------------------------------------------------------- plots
@@ -471,7 +476,8 @@ class Predictor:
                 raise ConfigError("plot(window=...) draws a window of the fitted data: df, series and "
                                   "future_covariates are for the forecast of the real future. Fix: give either.")
             past, future, truth = self._window_frames(window, split)
-            past = past.iloc[len(past) - min(len(past), rows if rows is not None else len(past)):]  # [-0:]: all
+            if rows is not None:
+                past = past.iloc[_last_rows(len(past), rows)]
             title = f"{self.model_name}: {split} window {window}"
             if fitted.panel is not None:
                 title += f", series {fitted.panel.ids[int(self._window_input(window, split)[0]['series'][0])]!r}"

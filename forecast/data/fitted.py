@@ -299,12 +299,13 @@ class FittedState:
         their forecast steps (:func:`~forecast.data.panel.future_covariate_rows`).
         """
         series = data if isinstance(data, (TimeSeries, Panel)) else self.read(data)
+        if future is not None and self.n_known == 0:
+            wide = " (it was fitted on a wide table, which has none)" if self.panel is None else ""
+            raise ConfigError(f"{series.source}: future covariates were given, but the model was fitted with "
+                              f"none{wide}. Fix: leave future_covariates out, or fit a long table of many series "
+                              "with id_column=... and future_covariates=[...].")
         if isinstance(series, Panel):
             return _panel_future_batch(self, series, future)
-        if future is not None:
-            raise ConfigError(f"{series.source}: future covariates were given, but this model was fitted on a "
-                              "wide table, which has none. Fix: leave future_covariates out, or fit a long table "
-                              "of many series with id_column=... and future_covariates=[...].")
         seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len
         if series.n_rows < seq_len:
             raise SeriesTooShortError(

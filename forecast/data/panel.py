@@ -319,9 +319,6 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     n_series = len(panel.series)
     pred_len = len(steps) // n_series
     if not columns:
-        if future is not None:
-            raise ConfigError(f"{panel.source}: future covariates were given, but the model was fitted with none. "
-                              "Fix: leave future_covariates out, or fit with future_covariates=[...].")
         return np.zeros((n_series, pred_len, 0))
     if future is None:
         raise DataError(f"{panel.source}: the model was fitted with future covariates {columns!r}; forecasting "
