@@ -12,7 +12,7 @@
     forecast demo     # the README's main job: the default Informer on ETTh1 against three baselines
 
 ``fit`` trains and saves the run (checkpoints every epoch, resumed when the same command
-runs again) to ``run_dir`` (default ``runs/<run name>``, the folder ``forecast sweep`` trains the same run in:
+runs again; ``--resume false`` trains from scratch) to ``run_dir`` (default ``runs/<run name>``, the folder ``forecast sweep`` trains the same run in:
 :meth:`forecast.experiment.Experiment.run_name`, the dataset, window, seed and recipe, then a digest
 of the model options and training settings); ``validate``, ``test`` and ``predict`` load the
 run the same config (and model/data overrides) names, or ``--run_dir DIR``; with ``--run_dir`` and no config,
@@ -86,7 +86,8 @@ Command = Callable[[argparse.Namespace, list[str]], int]
 
 # Each config command's own flags besides the config's options: (name, type, default, help).
 _COMMAND_FLAGS: dict[str, list[tuple[str, Any, Any, str]]] = {
-    "fit": [],
+    "fit": [("resume", bool, True, "resume the run folder's last checkpoint; false trains from scratch, replacing "
+                                   "the run there")],
     "validate": [],
     "test": [("windows", Literal["train", "val", "test"], "test", "the split whose windows are scored"),
              ("report", str | None, None, "where the full report goes (default RUN_DIR/<windows>_report.csv)")],
@@ -152,6 +153,7 @@ class _FittedRun:
     data: str
     split: Any
     flags: dict[str, Any]
+    command: str
 
 
 def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
@@ -164,10 +166,12 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
         flags = _saved_run_flags(command, tokens)
         run_dir = _require_fitted(Path(flags.pop("run_dir")))
         forecaster = Forecaster.load(run_dir)
-        return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_dataset(forecaster, run_dir), None, flags)
+        return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_dataset(forecaster, run_dir), None, flags,
+                          command)
     config, flags = _config(command, tokens)
     run_dir = _require_fitted(config.resolved_run_dir())
-    return _FittedRun(run_dir, Forecaster.load(run_dir), flags["input"] or config.dataset, config.split, flags)
+    return _FittedRun(run_dir, Forecaster.load(run_dir), flags["input"] or config.dataset, config.split, flags,
+                      command)
 
 
 def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:
@@ -219,14 +223,14 @@ def _print_config(command: str, tokens: list[str]) -> int:
 
 
 def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
-    config, _ = _config("fit", tokens)
+    config, flags = _config("fit", tokens)
     run_dir = config.resolved_run_dir()
     forecaster = config.forecaster()
     print(f"fitting {config.model} on {config.dataset} ({config.data['features']}, "
           f"{config.data['seq_len']}/{config.data['label_len']}/{config.data['pred_len']}), run directory {run_dir}",
           flush=True)
     started = time.perf_counter()
-    forecaster.fit(config.dataset, split=config.split, run_dir=run_dir)
+    forecaster.fit(config.dataset, split=config.split, run_dir=run_dir, resume=flags["resume"])
     print(f"fitted in {time.perf_counter() - started:.1f} s; the best epoch's weights are saved in {run_dir}")
     trained = forecaster.last_fit
     if trained.best_val_loss is not None:
@@ -248,6 +252,9 @@ def _destination(run: _FittedRun, flag: str, default: str) -> Path:
     destination = Path(run.flags[flag]) if run.flags[flag] else run.run_dir / default
     if destination.is_dir():
         raise ConfigError(f"--{flag} {destination} is a folder. Fix: name a file, e.g. {destination / default}.")
+    if destination.suffix.lower() != ".csv":  # written as CSV whatever the name says
+        raise ConfigError(f"--{flag} {destination}: {run.command} writes CSV. Fix: name a .csv file, e.g. "
+                          f"{destination.with_suffix('.csv')}.")
     if destination.exists() and Path(run.data).exists() and destination.samefile(run.data):
         raise ConfigError(f"--{flag} {destination} is the data this command reads (--input); writing it would "
                           "destroy it. Fix: name another file.")
@@ -569,14 +576,22 @@ def with_command_line_flags(message: str, command: str) -> str:
     from forecast.config import data_option_names
 
     prefix = _DATA_FLAG_PREFIX.get(command)
-    own = {name for name, *_ in _COMMAND_FLAGS.get(command, ())}  # predict's --future_covariates CSV
+    # predict's --future_covariates CSV; fit's --resume false, the fix's resume=False
+    own = {name: f" {str(not default).lower()}" if isinstance(default, bool) else ""
+           for name, _, default, _ in _COMMAND_FLAGS.get(command, ())}
     # `pass columns=[...]`, `(fill_nan=...)`: not `runs/dataset=ETTh1_model=...`, a run folder's name
     named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`])(\w+)=", message)
                           if name in {*data_option_names(), *own})
     if prefix is None or not named:
         return message
-    flags = ", ".join(f"--{name}" if name in own else prefix + name for name in named)
+    flags = ", ".join(f"--{name}{own[name]}" if name in own else prefix + name for name in named)
     return f"{message} (On the command line: {flags}.)"
+
+
+INTERRUPTED_EXIT_STATUS = 130  # what a shell reports for a process that Ctrl-C (SIGINT) ended
+# What a stopped command can pick up again: fit and sweep resume from the last checkpoint; the demo starts over.
+_RESUMES = {"fit": "; the same command resumes from the last checkpoint",
+            "sweep": "; the same command skips the finished runs and resumes the stopped one from its last checkpoint"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -591,6 +606,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ForecastError as error:
         print(f"forecast: error: {with_command_line_flags(str(error), args.command)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"forecast: interrupted{_RESUMES.get(args.command, '')}", file=sys.stderr)
+        return INTERRUPTED_EXIT_STATUS
     except SystemExit as stop:
         if type(stop) is SystemExit:  # --help, a parser's error: not Lightning's stop, whose class subclasses it
             raise
@@ -598,8 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if not stopped_by_sigterm(stop):
             raise
-        print("forecast: stopped by SIGTERM; the same command resumes a fit or a sweep from its last checkpoint",
-              file=sys.stderr)
+        print(f"forecast: stopped by SIGTERM{_RESUMES.get(args.command, '')}", file=sys.stderr)
         return SIGTERM_EXIT_STATUS
 
 

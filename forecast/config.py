@@ -86,6 +86,9 @@ TOP_LEVEL = ("seed", "recipe", "run_dir", "quantiles", "progress")
 DEFAULT_RUNS_DIR = Path("runs")
 # Benchmark config files are named <model>_<features>_<pred_len>.yaml, in a folder per dataset.
 CONFIG_NAME = re.compile(r"^(?P<model>.+)_(?P<features>M|S|MS)_(?P<pred_len>\d+)$")
+_BOOL_TAG, _FLOAT_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"
+# jsonargparse's name for how this package's parsers read --config files (config_parser).
+_PARSER_MODE = "forecast_yaml"
 
 # The window and variables an Experiment holds as its own fields; the rest of `data` are data options.
 _WINDOW = ("seq_len", "label_len", "pred_len", "features", "target", "time_encoding")
@@ -122,13 +125,40 @@ def trainer_option_names() -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- reading
 
 
+class _Yaml12Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` reading plain scalars as YAML 1.2 does, like the command line: only ``true`` and
+    ``false`` are booleans (YAML 1.1's ``no``, ``yes``, ``on``, ``off`` are the strings they look like: a column
+    named ``no`` in ``target: no``), and ``1e-4`` is a float (YAML 1.1 wants ``1.0e-4``)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag not in (_BOOL_TAG, _FLOAT_TAG)]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+_Yaml12Loader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_Yaml12Loader.add_implicit_resolver(  # after the int resolver, which keeps the integers
+    _FLOAT_TAG, re.compile(r"^[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$"
+                           r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"), list("-+0123456789."))
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML 1.2 plain data (:class:`_Yaml12Loader`): config files, sweep files and, through
+    the parser's mode, ``--config`` files alike."""
+    loader = _Yaml12Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A YAML mapping from ``path`` (``yaml.safe_load``); ConfigError naming the file otherwise."""
+    """A YAML mapping from ``path`` (:func:`load_yaml`); ConfigError naming the file otherwise."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist.")
     try:
-        content = yaml.safe_load(path.read_text())
+        content = load_yaml(path.read_text())
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from error
     if content is None:
@@ -204,11 +234,13 @@ def config_parser(model: str = "informer", *, recipe: str = DEFAULT_RECIPE, prog
     and read as YAML 1.2 (``--data.target no`` is the string ``no``). ``add_arguments(parser)`` adds
     a command's own flags.
     """
-    from jsonargparse import ActionConfigFile, ArgumentParser
+    from jsonargparse import ActionConfigFile, ArgumentParser, set_loader
 
     from forecast.models import MODELS, model_config_class
 
-    parser = ArgumentParser(prog=prog, description=description, exit_on_error=False, allow_abbrev=False)
+    set_loader(_PARSER_MODE, load_yaml, exceptions=(yaml.YAMLError,))
+    parser = ArgumentParser(prog=prog, description=description, exit_on_error=False, allow_abbrev=False,
+                            parser_mode=_PARSER_MODE)
     parser.add_argument("--config", action=ActionConfigFile,
                         help="a YAML config (repeatable: later files override earlier ones)")
     parser.add_argument("--model.name", type=str, default="informer",
@@ -337,12 +369,18 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     own flags (``add_arguments``) that were given. ``--help`` prints every option and exits."""
     from jsonargparse import ArgumentError
 
-    paths = [Path(path) for path in paths]
-    tokens = _tokens(overrides)
-    files = [*paths, *(token.partition("=")[2] if "=" in token else tokens[index + 1]
-                       for index, token in enumerate(tokens)
-                       if token.partition("=")[0] == "--config" and ("=" in token or index + 1 < len(tokens)))]
-    source = ", ".join(str(path) for path in files) or "<command line>"
+    tokens: list[str] = []
+    for token in _tokens(overrides):  # `--config FILE` as the one token `--config=FILE`
+        if tokens and tokens[-1] == "--config":
+            tokens[-1] = f"--config={token}"
+        else:
+            tokens.append(token)
+    files = [*map(Path, paths), *(Path(token[len("--config="):]) for token in tokens if token.startswith("--config="))]
+    flags = [token for token in tokens if token.startswith("--") and not token.startswith("--config=")]
+    source = ", ".join(map(str, files)) + (" and the command line" if files and flags else "") or "<command line>"
+    # A file holding no YAML document (empty, or comments only) sets nothing: jsonargparse would refuse it.
+    paths = [path for path in files[:len(paths)] if read_yaml(path)]
+    tokens = [token for token in tokens if not (token.startswith("--config=") and not read_yaml(token[9:]))]
     model, recipe = _named_model_and_recipe(paths, tokens)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,

@@ -229,6 +229,8 @@ def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[
 def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedState, split: Any, resume: bool) -> bool:
     """Before a fit into ``run_dir``: whether to resume its checkpoint (``resume`` and one is there, made
     with the same model, options, data and variables, else ConfigError); writes the config."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"run_dir {run_dir} is a file. Fix: name a folder for the run's checkpoints and weights.")
     checkpoint = last_checkpoint(run_dir) if resume else None
     saved = _saved_state(fitted)
     if checkpoint is not None:

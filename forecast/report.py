@@ -63,6 +63,9 @@ FEATURE_NAMES = {"M": "multivariate", "S": "univariate", "MS": "multivariate in,
 
 def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """Every row of every ``*.csv`` in ``results_dir`` (an empty frame with the columns if none)."""
+    if not Path(results_dir).is_dir():  # a mistyped folder would render a report of nothing run
+        raise ConfigError(f"results folder {results_dir} does not exist. Fix: pass --results_dir DIR, the folder "
+                          "forecast sweep wrote its rows to.")
     paths = sorted(Path(results_dir).glob("*.csv"))
     frames = [read_results(path).reindex(columns=COLUMNS) for path in paths]  # older files lack some columns
     frames = [frame for frame in frames if not frame.empty]
@@ -112,6 +115,9 @@ def configured_settings(configs_dir: str | os.PathLike[str]) -> pd.DataFrame:
     Columns: the results key without the seed (dataset, model, features, seq_len,
     label_len, pred_len, recipe, options, training, data) and ``config`` (the file).
     """
+    if not Path(configs_dir).is_dir():
+        raise ConfigError(f"configs folder {configs_dir} does not exist. Fix: pass --configs_dir DIR, the folder "
+                          "of <dataset>/<model>_<features>_<horizon>.yaml configs.")
     rows = []
     for path in sorted(Path(configs_dir).glob("*/*.yaml")):
         if CONFIG_NAME.match(path.stem) is None:

@@ -19,6 +19,7 @@ import random
 import re
 import signal
 import subprocess
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -423,6 +424,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         callbacks.insert(0, EMAWeightAveraging(decay=config.ema_decay))
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
     callbacks.append(EpochLog())
+    callbacks.append(KeyboardInterruptKept())
     if config.compile_model:
         callbacks.append(CompileModel())
     if run_dir is not None:
@@ -577,6 +579,35 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
         model.train(was_training)
 
 
+class KeyboardInterruptKept(Callback):
+    """Ctrl-C stays a KeyboardInterrupt. Lightning answers one with ``sys.exit(1)``: a script stopped silently
+    with status 1 and a notebook reported SystemExit. Around a Lightning call, :meth:`kept` raises
+    KeyboardInterrupt instead, as any other Python call would, with the SIGINT handler put back (Lightning
+    ignores SIGINT while it shuts down)."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        self.pressed = self.pressed or isinstance(exception, KeyboardInterrupt)
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        handler = signal.getsignal(signal.SIGINT)
+        try:
+            yield
+        except SystemExit:
+            if not self.pressed:
+                raise
+            if handler is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, handler)
+            raise KeyboardInterrupt from None
+
+
+def _callback(trainer: L.Trainer, kind: type[Callback]) -> Any:
+    return next(callback for callback in trainer.callbacks if isinstance(callback, kind))
+
+
 class BestWeights(Callback):
     """Keeps in memory the weights of the epoch with the lowest ``val_loss``: the fallback when
     no best checkpoint was written (a fit without a run directory).
@@ -648,10 +679,11 @@ def fit_best(module: L.LightningModule, datamodule: Any, config: TrainingConfig,
         trainer = build_trainer(config, run_dir, callbacks=[timer, best, *callbacks],
                                 train_batches=len(datamodule.train_dataloader()), **_quiet(config, progress))
         # weights_only: checkpoints never unpickle code
-        with lightning_warnings(num_workers=config.num_workers, resuming=checkpoint is not None):
+        with lightning_warnings(num_workers=config.num_workers, resuming=checkpoint is not None), \
+                _callback(trainer, KeyboardInterruptKept).kept():
             trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
     best_epoch, best_score = _restore_best(trainer, module, best)
-    history = next(callback for callback in trainer.callbacks if isinstance(callback, EpochLog)).frame()
+    history = _callback(trainer, EpochLog).frame()
     if best_epoch >= 0:
         log.info("restored the weights of epoch %d (val_loss %.4f)", best_epoch, best_score)
     calibrate_on_validation(model, datamodule, config)
@@ -676,7 +708,8 @@ def test_windows(module: L.LightningModule, datamodule: Any, config: TrainingCon
     with lightning_messages(False), lightning_warnings(num_workers=config.num_workers):
         if trainer is None:
             trainer = build_trainer(config, None, callbacks=list(callbacks), **_quiet(config, progress))
-        return trainer.test(module, datamodule=datamodule, verbose=False)[0]
+        with _callback(trainer, KeyboardInterruptKept).kept():
+            return trainer.test(module, datamodule=datamodule, verbose=False)[0]
 
 
 def _restore_best(trainer: L.Trainer, module: L.LightningModule, best: BestWeights) -> tuple[int, float | None]:

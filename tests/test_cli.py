@@ -16,7 +16,7 @@ import yaml
 
 from forecast import Forecaster
 from forecast.cli import main, with_command_line_flags
-from forecast.config import RunConfig, load_config
+from forecast.config import RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
 from forecast.recipes import get_recipe
 
@@ -150,7 +150,9 @@ def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(w
                                                                  "--run_dir toy"),
                       (["predict", "--run_dir", "toy", "--input", "toy.csv", "--output", "toy.csv"],
                        "is the data this command reads"),
-                      (["test", "--run_dir", "toy", "--input", "toy.csv", "--report", "toy"], "is a folder")):
+                      (["test", "--run_dir", "toy", "--input", "toy.csv", "--report", "toy"], "is a folder"),
+                      (["predict", "--run_dir", "toy", "--input", "toy.csv", "--output", "future.parquet"],
+                       "--output future.parquet: predict writes CSV. Fix: name a .csv file")):
         assert main(args) == 2
         assert fix in capsys.readouterr().err
     assert len(pd.read_csv(workdir / "toy.csv")) == ROWS  # the input was not overwritten
@@ -306,10 +308,25 @@ def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
     assert err.rstrip().endswith("(On the command line: --data.columns, --data.features.)")
     assert with_command_line_flags("Fix: pass fill_nan='ffill'.", "sweep").endswith("(On the command line: "
                                                                                    "--set data.fill_nan.)")
-    assert with_command_line_flags("Fix: pass resume=False.", "fit") == "Fix: pass resume=False."  # not data
+    assert with_command_line_flags("Fix: pass resume=False.", "test") == "Fix: pass resume=False."  # not data
+    assert with_command_line_flags("Fix: pass resume=False.", "fit").endswith("(On the command line: --resume false.)")
     fix = "Fix: pass future_covariates=<a long table>."  # a fit's column list, but predict's own CSV flag
     assert with_command_line_flags(fix, "fit").endswith("(On the command line: --data.future_covariates.)")
     assert with_command_line_flags(fix, "predict").endswith("(On the command line: --future_covariates.)")
+
+
+def test_fit_into_a_file_is_refused_and_resume_false_replaces_another_run(workdir, capsys):
+    (workdir / "taken").write_text("notes\n")
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "taken"]) == 2
+    assert "run_dir taken is a file. Fix: name a folder" in capsys.readouterr().err
+    assert (workdir / "taken").read_text() == "notes\n"
+    fit = ["fit", "--config", "tiny.yaml", "--run_dir", "run", "--trainer.limit_train_batches", "2"]
+    assert main([*fit, "--trainer.max_epochs", "2"]) == 0
+    (workdir / "run" / "model.pt").unlink()  # a run stopped before it finished: its checkpoint is resumed
+    assert main([*fit, "--model.d_model", "8"]) == 2
+    assert "(On the command line: --resume false.)" in capsys.readouterr().err
+    assert main([*fit, "--model.d_model", "8", "--resume", "false"]) == 0
+    assert Forecaster.load(workdir / "run").model_options["d_model"] == 8
 
 
 def test_predict_without_a_fitted_run_says_how_to_fix_it(workdir, capsys):
@@ -341,6 +358,29 @@ def test_round_trip_through_yaml_keeps_the_config():
     assert config.resolved_run_dir() == Path("runs") / config.experiment().run_name()
     for change in [("model.d_model", 8), ("trainer.max_epochs", 9), ("seed", 1)]:
         assert config.resolved_run_dir() != RunConfig.from_mapping(changed(TINY, *change)).resolved_run_dir()
+
+
+def test_config_files_read_yaml_1_2_like_the_command_line(workdir, capsys):
+    """YAML 1.1 (yaml.safe_load) reads `target: no` as False and `1e-4` as a string."""
+    (workdir / "words.yaml").write_text("data:\n  target: no\n  columns: [yes, off]\ntrainer:\n  learning_rate: 1e-4\n"
+                                        "  compile_model: false\n")
+    config = load_config(["tiny.yaml", "words.yaml"])
+    assert config.data["target"] == "no" and config.data["columns"] == ["yes", "off"]
+    assert config.trainer["learning_rate"] == 1e-4 and config.trainer["compile_model"] is False
+    assert main(["fit", "--config", "tiny.yaml", "--config", "words.yaml", "--print_config"]) == 0
+    assert "target: 'no'" in capsys.readouterr().out
+    assert read_yaml(workdir / "words.yaml")["data"]["target"] == "no"  # sweep files are read alike
+
+
+def test_an_empty_config_file_sets_nothing_and_flags_are_not_blamed_on_the_file(workdir):
+    (workdir / "empty.yaml").write_text("")
+    (workdir / "comments.yaml").write_text("# nothing set yet\n")
+    config = load_config(["tiny.yaml", "empty.yaml"], ["--config", "comments.yaml"])
+    assert config.to_mapping() == load_config("tiny.yaml").to_mapping()
+    with pytest.raises(ConfigError, match=r"^empty.yaml: model.name=None"):  # jsonargparse: "Unexpected config"
+        load_config("empty.yaml")
+    with pytest.raises(ConfigError, match=r"^tiny.yaml and the command line: .*--model.factr"):
+        load_config("tiny.yaml", ["--model.factr", "2"])
 
 
 def test_overrides_are_parsed_with_each_options_type(workdir):

@@ -17,6 +17,7 @@ import pytest
 import torch
 import yaml
 
+from forecast.errors import ConfigError
 from forecast.models import DataSpec
 from forecast.recipes import get_recipe
 from forecast.results import COLUMNS, KEY, OPTIONAL_NUMBERS, append_row, has_row, read_results
@@ -386,6 +387,11 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
                          "toy,M,24,informer,Informer,0.931,,a paper,,\n"
                          "toy,M,6,informer,Re-run,0.521,0.523,a re-run at 96/48,96,48\n")
     report = render_report(results, tmp_path / "configs", published)
+    for missing, flag in ((tmp_path / "resluts", "--results_dir"), (tmp_path / "cofnigs", "--configs_dir")):
+        folders = [results, tmp_path / "configs"]
+        folders[flag == "--configs_dir"] = missing  # a mistyped folder: was an empty report
+        with pytest.raises(ConfigError, match=f"{missing.name} does not exist. Fix: pass {flag}"):
+            render_report(*folders, published)
     lines = {line.split(" | ")[0].strip("| "): line for line in report.splitlines() if line.startswith("| ")}
     assert lines["6"] == ("| 6 | 24/12 | 0.600 ± 0.141 / 0.250 ± 0.000 (2) | 0.577 / 0.549 | **not run** |")
     assert lines["12"] == "| 12 | 24/12 | **not run** | – | **not run** |"

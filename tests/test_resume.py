@@ -24,9 +24,11 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from lightning.pytorch.callbacks import Callback
 
 import forecast.cli
 from forecast import Forecaster
+from forecast.cli import INTERRUPTED_EXIT_STATUS
 from forecast.cli import main as cli_main
 from forecast.data.sampling import EpochShuffleSampler, ResumableDataLoader
 from forecast.errors import ConfigError
@@ -269,10 +271,11 @@ def terminated(killed) -> dict:
     fit_args = ["fit", "--config", str(killed["configs"][1]), "--run_dir", str(root / "fit_term")]
     sweep_args = ["sweep", "--config", str(killed["configs"][1]), "--results-dir", str(root / "sweep_term_results"),
                   "--runs-dir", str(root / "sweep_term_runs")]
-    commands = {"fit": ["cli", *fit_args], "sweep": ["cli", *sweep_args]}
-    term = ["--kill-at-step", str(KILL_AT_STEP), "--signal", "TERM"]
-    stopped = run_scripts({name: [*term, *args] for name, args in commands.items()}, root)
-    return {"root": root, "fit_args": fit_args, "sweep_args": sweep_args,
+    interrupted_args = ["fit", "--config", str(killed["configs"][1]), "--run_dir", str(root / "fit_int")]
+    kill = ["--kill-at-step", str(KILL_AT_STEP), "--signal"]
+    stopped = run_scripts({"fit": [*kill, "TERM", "cli", *fit_args], "sweep": [*kill, "TERM", "cli", *sweep_args],
+                           "fit_int": [*kill, "INT", "cli", *interrupted_args]}, root)
+    return {"root": root, "fit_args": fit_args, "sweep_args": sweep_args, "interrupted_args": interrupted_args,
             "stopped": stopped}
 
 
@@ -292,6 +295,28 @@ def test_forecast_fit_stopped_by_sigterm_exits_143_and_the_same_command_finishes
     assert cli_main(terminated["fit_args"]) == 0
     assert checkpoint_state(last_checkpoint(run_dir))["global_step"] == 2 * STEPS_PER_EPOCH
     assert (run_dir / "model.pt").is_file()
+
+
+def test_forecast_fit_interrupted_by_ctrl_c_says_so_exits_130_and_the_same_command_finishes_it(terminated):
+    """Lightning answers Ctrl-C with sys.exit(1): the command ended silently with status 1."""
+    output, status = terminated["stopped"]["fit_int"]
+    assert status == INTERRUPTED_EXIT_STATUS == 130, f"exited {status}:\n{output[-4000:]}"
+    assert "forecast: interrupted; the same command resumes from the last checkpoint" in output
+    run_dir = terminated["root"] / "fit_int"
+    assert checkpoint_state(last_checkpoint(run_dir))["global_step"] < KILL_AT_STEP  # no checkpoint mid-step
+    assert cli_main(terminated["interrupted_args"]) == 0 and (run_dir / "model.pt").is_file()
+
+
+def test_ctrl_c_during_fit_in_python_is_a_keyboard_interrupt_and_ctrl_c_works_after_it(killed):
+    class CtrlC(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            raise KeyboardInterrupt
+
+    handler = signal.getsignal(signal.SIGINT)
+    forecaster = Forecaster("dlinear", **WINDOW, max_epochs=1, callbacks=[CtrlC()])
+    with pytest.raises(KeyboardInterrupt):  # Lightning's own answer: SystemExit(1), and SIGINT ignored after it
+        forecaster.fit(killed["root"] / "toy.csv")
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_forecast_sweep_stopped_by_sigterm_exits_143_and_resumes_to_the_same_row(terminated, sweep_reference):

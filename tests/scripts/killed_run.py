@@ -95,7 +95,7 @@ def run_append(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kill-at-step", type=int, default=None)
-    parser.add_argument("--signal", choices=["KILL", "TERM"], default="KILL")
+    parser.add_argument("--signal", choices=["KILL", "TERM", "INT"], default="KILL")
     parser.add_argument("--in-validation", action="store_true",
                         help="kill in the validation after step N (the last step of an epoch), not at the step")
     modes = parser.add_subparsers(dest="mode", required=True)
