@@ -212,8 +212,10 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
 
 def _command(path: Path, seed: int, spec: SweepSpec) -> str:
     words = ["forecast", "sweep", "--config", _display_path(path), "--seeds", str(seed)]
-    if spec.results_dir.resolve() != DEFAULT_RESULTS_DIR.resolve():
-        words += ["--results_dir", _display_path(spec.results_dir)]
+    for flag, folder, default in (("--results_dir", spec.results_dir, DEFAULT_RESULTS_DIR),
+                                  ("--runs_dir", spec.runs_dir, DEFAULT_RUNS_DIR)):
+        if folder.resolve() != default.resolve():
+            words += [flag, _display_path(folder)]
     for name, value in spec.overrides:
         text = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
         words += ["--set", f"{name}={text}"]

@@ -91,6 +91,9 @@ def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     # a results folder other than the default is part of the command that reproduces the row
     elsewhere = plan_sweep(spec.updated(results_dir=spec.results_dir.parent / "other", seeds=[1]))
     assert elsewhere[0].command.endswith("--seeds 1 --results_dir other")
+    # ... and so is a runs folder other than the default, where the run's checkpoints are
+    elsewhere = plan_sweep(spec.updated(runs_dir=spec.runs_dir.parent / "other_runs", seeds=[1]))
+    assert elsewhere[0].command.endswith("--seeds 1 --runs_dir other_runs")
     assert json.loads(informer.options) == {**get_recipe("improved").options_for("informer"),
                                             **{k: v for k, v in INFORMER.items() if k != "name"}}
 
