@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def retested_metrics(run_dir: Path, dataset: str) -> dict[str, float]:
 
 
 def dataset_source(label: str, data_dir: Path) -> str:
-    """What a row's dataset label names: a registered dataset, else the CSV of that stem in ``data_dir``."""
-    return label if datasets.find(label) is not None else str(data_dir / f"{label}.csv")
+    """What a row's dataset label names: a registered dataset, else the CSV of that stem (the label less the
+    digest of the file's bytes that rows written since carry, ``@1a2b3c4d5e``) in ``data_dir``."""
+    return label if datasets.find(label) is not None else str(data_dir / f"{re.sub(r'@[0-9a-f]{10}$', '', label)}.csv")
 
 
 def fill(path: Path, runs_dir: Path, data_dir: Path, rtol: float = 1e-4) -> int:

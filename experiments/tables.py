@@ -56,7 +56,8 @@ def headline_tables(results_dir: str | os.PathLike[str], published: str | os.Pat
 def panel_tables(results_dir: str | os.PathLike[str], datasets: Sequence[str] = PANEL_DATASETS) -> str:
     """The detail tables of the panel benchmark: every model on the same windows of each panel."""
     results = read_results_dir(results_dir)
-    return detail_tables(results[results["dataset"].isin(datasets)])
+    stems = results["dataset"].str.replace(r"@[0-9a-f]{10}$", "", regex=True)  # rows since name the file's digest
+    return detail_tables(results[stems.isin(datasets)])
 
 
 def main(argv: list[str] | None = None) -> int:

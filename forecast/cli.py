@@ -12,10 +12,12 @@
     forecast demo     # the README's main job: the default Informer on ETTh1 against three baselines
 
 ``fit`` trains and saves the run (checkpoints every epoch, resumed when the same command
-runs again; ``--resume false`` trains from scratch) to ``run_dir`` (default ``runs/<run name>``, the folder ``forecast sweep`` trains the same run in:
+runs again; ``--resume false`` trains from scratch) to ``run_dir`` (default ``runs/<run name>``, the folder
+``forecast sweep`` trains the same run in:
 :meth:`forecast.experiment.Experiment.run_name`, the dataset, window, seed and recipe, then a digest
-of the model options and training settings); ``validate``, ``test`` and ``predict`` load the
-run the same config (and model/data overrides) names, or ``--run_dir DIR``; with ``--run_dir`` and no config,
+of the model options and training settings; a CSV file by its stem and a digest of its bytes); ``validate``,
+``test`` and ``predict`` load the run the same config (and model/data overrides) names (refused, naming the
+earlier run, when the CSV file has changed since the fit), or ``--run_dir DIR``; with ``--run_dir`` and no config,
 the run as it was saved (its split, and the registered dataset it was fitted on unless ``--input`` names
 other data). ``test``
 scores every test window (``--windows val`` the validation windows, with the same report). ``predict``
@@ -70,6 +72,7 @@ from forecast.errors import ConfigError, ForecastError
 
 if TYPE_CHECKING:  # Lightning's import, which --help and the commands that train nothing never pay
     from forecast.api import Forecaster
+    from forecast.config import RunConfig
 
 __all__ = ["build_parser", "main"]
 
@@ -136,11 +139,31 @@ def _names_saved_run_only(tokens: Sequence[str]) -> bool:
     return "--run_dir" in {token.partition("=")[0] for token in tokens} and not _names_a_config(tokens)
 
 
-def _require_fitted(run_dir: Path) -> Path:
-    if not (run_dir / "config.json").is_file():
-        raise ConfigError(f"{run_dir} holds no fitted run. Fix: run `forecast fit` with the same config and "
-                          "overrides first, or pass --run_dir DIR of a fitted run.")
-    return run_dir
+def _require_fitted(run_dir: Path, config: RunConfig | None = None) -> Path:
+    """``run_dir`` if it holds a fitted run. Else, where ``config`` named it by its CSV file (not by ``run_dir``),
+    an error naming the file: it is missing, or this config's runs were fitted on other bytes of that name (their
+    folders name another digest, :func:`forecast.experiment.dataset_label`)."""
+    if (run_dir / "config.json").is_file():
+        return run_dir
+    if config is not None and config.run_dir is None:
+        from forecast.errors import CsvReadError
+        from forecast.experiment import runs_on_other_versions
+
+        key = config.experiment().key()
+        if key["dataset"].endswith("@missing"):
+            raise CsvReadError(f"{config.dataset} does not exist, and a run on a CSV file is found by the file's "
+                               "bytes. Fix: restore the file, or pass --run_dir DIR of the run fitted on it.")
+        others = runs_on_other_versions(key, run_dir.parent)
+        if others:  # the folders name the file's stem and digest, not its path: another file, or this one edited
+            raise ConfigError(
+                f"no run of this config is fitted on {config.dataset} as it is now (sha256 "
+                f"{key['dataset'].rpartition('@')[2]}...; {run_dir} holds none). {', '.join(map(str, others))}: "
+                f"this config's run on other bytes named {Path(config.dataset).name} (another file of that name, or "
+                "this one before an edit). Fix: `forecast fit` with the same config to fit on the file as it is, "
+                "or --run_dir with one of those folders to use that run on it (if the edit moved the test split, "
+                "its test scores are not that run's).")
+    raise ConfigError(f"{run_dir} holds no fitted run. Fix: run `forecast fit` with the same config and "
+                      "overrides first, or pass --run_dir DIR of a fitted run.")
 
 
 @dataclass(frozen=True)
@@ -169,7 +192,7 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
         return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_dataset(forecaster, run_dir), None, flags,
                           command)
     config, flags = _config(command, tokens)
-    run_dir = _require_fitted(config.resolved_run_dir())
+    run_dir = _require_fitted(config.resolved_run_dir(), config)
     return _FittedRun(run_dir, Forecaster.load(run_dir), flags["input"] or config.dataset, config.split, flags,
                       command)
 

@@ -350,13 +350,15 @@ def _named_model_and_recipe(paths: Sequence[Path], tokens: Sequence[str]) -> tup
 def _tokens(overrides: Iterable[tuple[str, Any]] | Sequence[str]) -> list[str]:
     """Overrides as command-line tokens: ``(dotted.key, value)`` pairs (a string value is taken as typed on
     a command line, anything else as JSON), or tokens, where ``key=value`` means ``--key=value``; option
-    names may use ``-`` for ``_`` (``--trainer.max-epochs``)."""
+    names may use ``-`` for ``_`` (``--trainer.max-epochs``). A token after a flag without its value is that
+    value, ``=`` or not (``--run_dir runs/dataset=ETTh1_model=...``, a run folder's name)."""
     tokens: list[str] = []
     for item in overrides:
         if isinstance(item, tuple):
             name, value = item
             item = f"--{name}={value if isinstance(value, str) else json.dumps(value)}"
-        elif not item.startswith("-") and "=" in item:
+        elif not item.startswith("-") and "=" in item and not (tokens and tokens[-1].startswith("-")
+                                                              and "=" not in tokens[-1]):
             item = f"--{item}"
         tokens.append(snake_case_flag(item))
     return tokens
@@ -547,12 +549,6 @@ class RunConfig:
     def dataset(self) -> str:
         return self.data["dataset"]
 
-    @property
-    def dataset_label(self) -> str:
-        from forecast.experiment import dataset_label
-
-        return dataset_label(self.dataset)
-
     def to_mapping(self) -> dict[str, Any]:
         """The config as plain YAML types (what ``--print_config`` shows)."""
         mapping: dict[str, Any] = {
@@ -581,7 +577,9 @@ class RunConfig:
         (:meth:`~forecast.experiment.Experiment.run_name`), so either resumes or predicts from the other's.
 
         The name covers the dataset, window, seed, recipe, model options and every training setting
-        that changes what is learned: a changed option, or more epochs, trains in a fresh folder.
+        that changes what is learned: a changed option, or more epochs, trains in a fresh folder. A CSV file is
+        named by its stem and a digest of its bytes (:func:`~forecast.experiment.dataset_label`), so another file
+        of that name, or the file after an edit, names another folder.
         """
         if self.run_dir is not None:
             return Path(self.run_dir)

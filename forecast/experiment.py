@@ -10,9 +10,9 @@ on every test window and appends the row (docs/design.md, results rows,
 :mod:`forecast.results`) atomically. A run whose key is already in the results file is
 skipped, so repeating a command, a script or a sweep continues where it stopped.
 
-The key of a row (:data:`forecast.results.KEY`) is the dataset, model, features, window,
-seed, the recipe's name (:mod:`forecast.recipes`), the model options (the recipe's and
-those given), the training settings that differ from the TrainingConfig defaults and the
+The key of a row (:data:`forecast.results.KEY`) is the dataset (a CSV file by its stem and a digest of its
+bytes: :func:`dataset_label`), model, features, window, seed, the recipe's name (:mod:`forecast.recipes`), the
+model options (the recipe's and those given), the training settings that differ from the TrainingConfig defaults and the
 data options given (a panel's id column and covariates, a split), all three as sorted JSON.
 The run folder is named after the same key, so ``forecast sweep`` and ``forecast fit`` share
 checkpoints for the same run, and a smoke run (``max_epochs=1``) never stands for the real one.
@@ -21,6 +21,8 @@ checkpoints for the same run, and a smoke run (``max_epochs=1``) never stands fo
 from __future__ import annotations
 
 import dataclasses
+import functools
+import glob
 import hashlib
 import json
 import logging
@@ -44,7 +46,7 @@ from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_
 from forecast.machine import device_description
 from forecast.training import TrainingConfig, calibrate_on_validation, git_commit, load_checkpoint, test_windows
 
-__all__ = ["Experiment", "dataset_label", "row_key", "run_experiment", "run_name"]
+__all__ = ["Experiment", "dataset_label", "row_key", "run_experiment", "run_name", "runs_on_other_versions"]
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,27 @@ _DEFAULT_TIME_ENCODING = DataConfig.time_encoding  # "timeF": left out of a run'
 
 
 def dataset_label(dataset: str) -> str:
-    """How rows, run folders and results files name a dataset: a CSV path by its file stem."""
-    return Path(dataset).stem if dataset.lower().endswith(".csv") else dataset
+    """How rows and run folders name a dataset: a registered one by its name; a file by its stem and the first 10
+    hex digits of the sha256 of its bytes (``toy@1a2b3c4d5e``; ``toy@missing`` for a ``.csv`` path that is no file).
+
+    The stem alone named two files of one name, or a file before and after an edit, as one dataset: a sweep took
+    one's row for the other's, and ``forecast test``/``predict`` loaded the other's run folder. Rows written
+    before have the stem alone and match no run now (:func:`run_experiment` warns and runs it again)."""
+    path = Path(dataset)
+    if datasets.find(dataset) is not None or not (path.is_file() or dataset.lower().endswith(".csv")):
+        return dataset  # registered, or naming nothing that a run could read: as given
+    if not path.is_file():  # a run on it fails (the reader says why), so no row is written under this label
+        return f"{path.stem}@missing"
+    stat = path.stat()
+    return f"{path.stem}@{_file_digest(path.resolve(), stat.st_size, stat.st_mtime_ns)}"
+
+
+@functools.lru_cache(maxsize=32)
+def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
+    """Keyed by size and modification time too: a file is read once per version, not at every key lookup, and
+    an edited file is read again."""
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()[:10]
 
 
 @dataclass(frozen=True)
@@ -154,7 +175,9 @@ class Experiment:
                           time_encoding=self.time_encoding, **data, **training, **self.model_options)
 
     def results_path(self, results_dir: str | os.PathLike[str]) -> Path:
-        return Path(results_dir) / f"{self.label}.csv"
+        """``<results_dir>/<stem>.csv``: rows of every version of a CSV file share its file, told apart by their
+        ``dataset`` (:func:`dataset_label`)."""
+        return Path(results_dir) / f"{Path(self.dataset).stem}.csv"
 
 
 def run_name(key: Mapping[str, Any]) -> str:
@@ -168,6 +191,18 @@ def run_name(key: Mapping[str, Any]) -> str:
     hashed = {name: value for name, value in key.items() if not (name == "data" and value == EMPTY_DATA)}
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:10]
     return "_".join(f"{k}={v}" for k, v in key.items() if k not in ("options", "training", "data")) + f"-{digest}"
+
+
+def runs_on_other_versions(key: Mapping[str, Any], runs_dir: Path) -> list[Path]:
+    """The run folders in ``runs_dir`` of the run ``key`` names, but on another version of its CSV file (another
+    digest, or the stem alone of folders made before): where a changed file's earlier fits are."""
+    stem = key["dataset"].rpartition("@")[0]
+    if not stem:  # a registered dataset
+        return []
+    labels = {folder: folder.name.removeprefix("dataset=").partition("_model=")[0]
+              for folder in runs_dir.glob(f"dataset={glob.escape(stem)}*")}
+    return sorted(folder for folder, label in labels.items()
+                  if label != key["dataset"] and folder.name == run_name({**key, "dataset": label}))
 
 
 def row_key(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,22 +293,28 @@ def run_experiment(
     interactive use, as :class:`~forecast.Forecaster` decides).
     """
     results = Path(results)
-    key = experiment.key()
+    key = experiment.key()  # once: a CSV file edited while the run trains keeps the digest of what it read
     if has_row(results, key):
         log.info("already in %s, skipping: %s", results, key)
         return None
+    legacy = {**key, "dataset": Path(experiment.dataset).stem}
+    if legacy["dataset"] != key["dataset"] and has_row(results, legacy):
+        log.warning("%s has a row of this run from before CSV runs were keyed by the sha256 of their file "
+                    "(dataset %r): which version of %s it scored cannot be told, so the run is made again as %r. "
+                    "If the file is unchanged since, stop and set that row's dataset to %r instead (and rename "
+                    "its run folder %s to %s).", results, legacy["dataset"], experiment.dataset, key["dataset"],
+                    key["dataset"], run_name(legacy), run_name(key))
 
     trained = _trained_sibling(experiment, results, Path(runs_dir))
     trainer = None
     if trained is not None:
-        forecaster, metrics = _refit_after_training(experiment, trained, Path(runs_dir) / experiment.run_name(),
-                                                    progress)
+        forecaster, metrics = _refit_after_training(experiment, trained, Path(runs_dir) / run_name(key), progress)
         training = {name: trained.row[name] for name in ("epochs", "best_epoch", "train_seconds", "device",
                                                           "val_loss")}
     else:
         forecaster = experiment.forecaster(progress=progress, callbacks=callbacks)
         forecaster.fit(experiment.dataset, split=experiment.data_options.get("split"),
-                       run_dir=Path(runs_dir) / experiment.run_name())
+                       run_dir=Path(runs_dir) / run_name(key))
         fit = forecaster.last_fit
         trainer = fit.trainer
         metrics = test_windows(forecaster.module, forecaster.datamodule, experiment.training, trainer=trainer,

@@ -10,7 +10,8 @@ A sweep selects config files ``<configs_dir>/<dataset>/<model>_<features>_<pred_
 ``<results_dir>/<dataset>.csv``. It resumes: a run whose row exists is skipped, a run
 killed mid-training continues from its last checkpoint under ``<runs_dir>``, and rows
 are appended atomically, so a sweep killed at any point loses no finished row. Every
-row records the command that reproduces that one run.
+row records the command that reproduces that one run (on the same data: a CSV file's rows name
+the digest of its bytes, :func:`forecast.experiment.dataset_label`).
 
 ``--shard K/N`` splits one sweep over N independent workers (a SLURM job array): worker K
 (0-based) takes the runs at positions ``i`` of the full plan with ``i % N == K``, so every

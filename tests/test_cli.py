@@ -178,6 +178,43 @@ def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, c
     assert sorted(path.name for path in (workdir / "runs").iterdir()) == [run_dir.name]
 
 
+def test_test_and_predict_by_config_never_take_another_csv_of_the_same_name_for_the_run(workdir, capsys):
+    """A config's run folder names its CSV file's stem and the digest of its bytes: the stem alone named the run
+    fitted on another toy.csv (or on this one before an edit), and test and predict scored with it."""
+    naive = {**TINY, "model": {"name": "naive"}}
+    other = workdir / "elsewhere" / "toy.csv"
+    other.parent.mkdir()
+    write_series(other).assign(OT=np.sin(np.arange(ROWS) / 2.0)).to_csv(other, index=False)
+    for name, data in (("here.yaml", "toy.csv"), ("elsewhere.yaml", str(other))):
+        (workdir / name).write_text(yaml.safe_dump(changed(naive, "data.dataset", data)))
+    assert main(["fit", "--config", "here.yaml"]) == 0
+    fitted = load_config("here.yaml").resolved_run_dir()
+    capsys.readouterr()
+    for command in (["test"], ["predict", "--output", "future.csv"]):
+        assert main([*command, "--config", "elsewhere.yaml"]) == 2
+        error = capsys.readouterr().err
+        assert f"no run of this config is fitted on {other} as it is now" in error and str(fitted) in error
+        assert "Fix: `forecast fit` with the same config" in error and "(On the command line" not in error
+    assert not (workdir / "future.csv").exists()
+
+    assert main(["fit", "--config", "elsewhere.yaml"]) == 0
+    run_dir = load_config("elsewhere.yaml").resolved_run_dir()
+    assert run_dir != fitted and sorted(path.name for path in (workdir / "runs").iterdir()) == sorted(
+        [fitted.name, run_dir.name])
+    assert main(["test", "--config", "elsewhere.yaml", "--report", "report.csv"]) == 0
+    expected = Forecaster.load(run_dir).evaluate(other, detail=True)
+    np.testing.assert_allclose(pd.read_csv(workdir / "report.csv")["value"], expected["value"], rtol=1e-12)
+
+    write_series(workdir / "toy.csv", ROWS + 24)  # the file grows: the run fitted on it before is named, not used
+    assert main(["predict", "--config", "here.yaml"]) == 2
+    assert "--run_dir with one of those folders" in capsys.readouterr().err
+    assert main(["predict", "--config", "here.yaml", "--run_dir", str(fitted), "--output", "future.csv"]) == 0
+    assert pd.read_csv(workdir / "future.csv", parse_dates=["date"]).date.iloc[0] == pd.Timestamp("2022-03-14 12:00")
+    (workdir / "toy.csv").unlink()
+    assert main(["test", "--config", "here.yaml"]) == 2
+    assert "toy.csv does not exist, and a run on a CSV file is found by the file's bytes" in capsys.readouterr().err
+
+
 def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
     other = write_series(workdir / "other.csv")

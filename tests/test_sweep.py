@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +16,9 @@ from lightning.pytorch.callbacks import Callback
 
 from forecast.cli import main
 from forecast.errors import ConfigError
+from forecast.experiment import Experiment
 from forecast.recipes import get_recipe
-from forecast.results import KEY, read_results
+from forecast.results import KEY, read_results, update_rows
 from forecast.sweep import SweepSpec, plan_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,3 +210,53 @@ def test_a_shard_beyond_the_plan_and_a_bad_shard_in_a_file_are_refused(sweep_dir
         SweepSpec.from_file(sweep_file)
     assert main(["sweep", "--configs-dir", "configs", "--shard", "a/b", "--dry-run"]) == 2
     assert "shard 'a/b' is not K/N" in capsys.readouterr().err
+
+
+def label(csv: Path) -> str:
+    return f"toy@{hashlib.sha256(csv.read_bytes()).hexdigest()[:10]}"
+
+
+def test_two_csv_files_of_one_name_and_an_edited_file_are_runs_of_their_own(sweep_dirs, tmp_path):
+    """A CSV file's rows and run folders name the sha256 of its bytes: the file stem alone took another file of
+    that name, or the file after an edit, for a run already done."""
+    here = tmp_path / "toy.csv"
+    other = tmp_path / "elsewhere" / "toy.csv"
+    other.parent.mkdir()
+    frame = pd.read_csv(here)
+    frame.assign(OT=np.sin(np.arange(ROWS) / 2.0)).to_csv(other, index=False)  # other data, the same name
+    spec = sweep_dirs.updated(configs=[sweep_dirs.configs_dir / "toy" / "naive_M_4.yaml",
+                                       write_config(other.parent, {"name": "naive"}, other)],
+                              runs_dir=tmp_path / "elsewhere_runs")
+    summary = run_sweep(spec)
+    assert len(summary.ran) == 2 and not summary.skipped
+    rows = read_results(spec.results_dir / "toy.csv")  # one results file per stem, its rows told apart
+    assert rows.dataset.tolist() == [label(here), label(other)] and rows.mse[0] != rows.mse[1]
+    folders = [run.run_dir.name.split("_")[0] for run in summary.ran]
+    assert folders == [f"dataset={label(path)}" for path in (here, other)]
+    assert all((run.run_dir / "model.pt").is_file() for run in summary.ran)
+    # the command reproduces the run in the runs folder it used
+    assert rows.command[1] == "forecast sweep --config elsewhere/naive_M_4.yaml --seeds 0 --runs_dir elsewhere_runs"
+
+    frame.iloc[:-24].to_csv(here, index=False)  # the same file, edited: a run of its own
+    summary = run_sweep(spec)
+    assert [run.config_path.parent.name for run in summary.ran] == ["toy"] and len(summary.skipped) == 1
+    assert read_results(spec.results_dir / "toy.csv").dataset.tolist()[-1] == label(here)
+    # registered datasets keep their plain names, and the rows and run folders made under them
+    registered = Experiment("ETTh1", "naive", 96, 48, 24)
+    assert registered.key()["dataset"] == "ETTh1" and registered.run_name().startswith("dataset=ETTh1_model=")
+
+
+def test_a_row_keyed_by_the_stem_alone_is_kept_but_not_taken_for_the_run(sweep_dirs, caplog):
+    """Rows written before CSV runs were keyed by their digest stay readable; which version of the file they
+    scored cannot be told, so the run is made again, with a warning that says how to keep the row instead."""
+    spec = sweep_dirs.updated(models=["naive"])
+    run_sweep(spec)
+    results = spec.results_dir / "toy.csv"
+    assert update_rows(results, lambda row: not row.update(dataset="toy")) == 1  # the row as it was written then
+    with caplog.at_level(logging.WARNING, logger="forecast"):
+        summary = run_sweep(spec)
+    assert len(summary.ran) == 1
+    new = label(sweep_dirs.configs_dir.parent / "toy.csv")
+    assert read_results(results).dataset.tolist() == ["toy", new]
+    (warning,) = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert "before CSV runs were keyed by the sha256" in warning and f"set that row's dataset to '{new}'" in warning
