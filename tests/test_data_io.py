@@ -4,6 +4,7 @@ the source, the column or row and the fix; and the clean series for good input."
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -357,6 +358,31 @@ def test_day_and_month_are_never_guessed_row_by_row():
     frame["date"] = ["01/02/2021", "13/02/2021", "14/02/2021"]
     with pytest.raises(UnparsableDateError, match=r"'%m/%d/%Y', but row 1 holds '13/02/2021' \(2 such rows\)"):
         prepare_series(frame)
+
+
+
+
+@pytest.mark.parametrize(("row", "bad", "fix", "frame_fix"), [
+    (5, "?", "pd.read_csv(<the file>, na_values=['?'])", "pd.to_numeric(df['b'], errors='coerce')"),
+    (0, "1,234.5", "pd.read_csv(<the file>, thousands=',')", "pd.to_numeric(df['b'].str.replace(',', ''))"),
+])
+def test_a_numeric_column_with_a_bad_cell_is_no_date_column(tmp_path, row, bad, fix, frame_fix):
+    """pandas reads '2000' and '1,234.5' as dates: a column of numbers left as text by one bad cell was taken for
+    a second date column (its first value decided), and the table refused for holding two."""
+    frame = make_frame(freq="D")
+    frame["b"] = (2000 + np.arange(24)).astype(object)
+    frame.loc[row, "b"] = bad
+    path = tmp_path / "series.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(NonNumericColumnError) as caught:
+        prepare_series(path)
+    for words in (f"{path}: column 'b' is not numeric: row {row} (line {row + 2} of the file) holds {bad!r} "
+                  "(1 such rows) among numbers", "Fix: clean those cells", fix, "drop the column"):
+        assert words in str(caught.value)
+    with pytest.raises(NonNumericColumnError, match=re.escape(frame_fix)):
+        prepare_series(frame)
+    series = prepare_series(path, columns=["a", "OT"])  # without b, the file reads: 'date' is its date column
+    assert series.date_column == "date" and series.input_columns == ("a", "OT") and series.n_rows == 24
 
 
 def test_time_zone_aware_dates_are_kept():

@@ -330,28 +330,35 @@ def _series_frame(series: pd.Series) -> pd.DataFrame:
 _CONVENTIONAL_DATE_NAMES = ("date", "ds", "timestamp", "time", "datetime")
 
 
-def _looks_like_dates(column: pd.Series) -> bool:
-    """Whether a column holds timestamps: datetime values, or text whose first value parses as one.
+_DATE_SAMPLE = 100  # values looked at to tell a column of timestamps from one of text or numbers
 
-    The first value decides, so that a bad row later on is reported as such by
-    :func:`parse_dates` rather than hiding the column.
+
+def _looks_like_dates(column: pd.Series) -> bool:
+    """Whether a column holds timestamps: datetime values, or text of which most values read as dates and
+    none of those as a number.
+
+    Most, not all: a date column with a bad row is still found, and :func:`parse_dates` reports that
+    row. Numbers never count: pandas reads ``'2024'``, ``'007'`` or ``'1,234.5'`` as dates, so a numeric
+    column left as text by one bad cell (``'?'``) would pass for a second date column, and a panel's
+    numeric-looking ids for a first one.
     """
     if pd.api.types.is_datetime64_any_dtype(column.dtype):
         return True
     if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
         return False
-    present = column.dropna()
-    if present.empty or not isinstance(present.iloc[0], str):
+    sample = column.dropna().iloc[:_DATE_SAMPLE]
+    text = sample[[isinstance(value, str) for value in sample]].astype(str)
+    if text.empty:
         return False
+    numbers = pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce").notna()
     with warnings.catch_warnings():
-        # pandas warns when it cannot infer a format; failing to parse is the answer here.
-        warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
-        warnings.filterwarnings("ignore", "Parsing dates in", UserWarning)
+        # pandas warns about formats and day-first readings; whether a value reads as a date is the answer here.
+        warnings.simplefilter("ignore", UserWarning)
         try:
-            pd.to_datetime(present.iloc[:1])
+            dates = pd.to_datetime(text, format="mixed", errors="coerce", utc=True).notna()
         except (ValueError, TypeError, OverflowError):
             return False
-    return True
+    return 2 * int((dates & ~numbers).sum()) > len(sample)
 
 
 def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
@@ -564,14 +571,34 @@ def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Or
         bad = np.flatnonzero((as_numbers.isna() & series.notna()).to_numpy())
         if bad.size:
             position = int(bad[0])
+            value = series.iloc[position]
+            if as_numbers.notna().sum() > bad.size:
+                raise NonNumericColumnError(_bad_cells_message(origin, column, frame.index, position, value, bad.size))
             raise NonNumericColumnError(
                 f"{origin.label}: column {column!r} is not numeric: {origin.row(position, frame.index)} "
-                f"holds {series.iloc[position]!r} ({bad.size} such rows). Fix: drop the column, "
+                f"holds {value!r} ({bad.size} such rows). Fix: drop the column, "
                 "convert it with pd.to_numeric, or pass columns=[...] naming only numeric "
                 "variables (features='S' uses the target alone)."
             )
         converted[column] = as_numbers.astype("float64")
     return pd.DataFrame(converted, index=frame.index)
+
+
+def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, position: int, value: object,
+                       count: int) -> str:
+    """The message for a column of numbers with ``count`` cells that are not (the first at ``position``)."""
+    thousands = isinstance(value, str) and not pd.isna(pd.to_numeric(value.replace(",", ""), errors="coerce"))
+    if origin.is_file:
+        option = "thousands=','" if thousands else f"na_values=[{value!r}]"
+        convert = f"read the file with pd.read_csv(<the file>, {option}) and pass the DataFrame"
+    elif thousands:
+        convert = f"convert the column, e.g. pd.to_numeric(df[{column!r}].str.replace(',', ''))"
+    else:
+        convert = f"convert the column, e.g. pd.to_numeric(df[{column!r}], errors='coerce') (each such cell missing)"
+    return (f"{origin.label}: column {column!r} is not numeric: {origin.row(position, index)} holds {value!r} "
+            f"({count} such rows) among numbers. Fix: clean those cells (an empty one is a missing value), "
+            f"{convert}, or drop the column: pass columns=[...] naming only numeric variables (features='S' uses "
+            "the target alone).")
 
 
 def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin) -> pd.DataFrame:
