@@ -220,3 +220,19 @@ def test_windows_are_cut_inside_each_series_and_cover_every_position_once():
             assert start <= first and first + seq_len + pred_len <= end  # inside its series' split
     with pytest.raises(ConfigError, match="split"):
         panel_windows(panel, borders, "holdout", seq_len, pred_len)
+
+
+def test_a_csv_panels_ids_are_read_as_written(tmp_path):
+    """pandas read '007' as the number 7 (and '010' as 10), so a forecast renamed the series; 'NA' is an id too."""
+    frame = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": "007", "s1": "NA", "s2": "010"}))
+    path = tmp_path / "panel.csv"
+    frame.to_csv(path, index=False)
+    panel = prepare_panel(path, **ROLES)  # the date column is still found: '007' is no date
+    assert panel.ids == ("010", "007", "NA") and panel.date_column == "ds"
+    assert panel["007"].n_rows == 30
+    numbers = long_frame().assign(unique_id=lambda f: f["unique_id"].str[1:].astype(int))
+    assert prepare_panel(numbers, **ROLES).ids == (2, 0, 1)  # a frame's ids keep their type
+    frame.loc[4, "unique_id"] = ""
+    frame.to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"id column 'unique_id' is empty on row 4 \(line 6 of the file\)"):
+        prepare_panel(path, **ROLES)

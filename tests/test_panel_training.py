@@ -408,3 +408,20 @@ def test_a_panel_value_too_large_for_float32_after_scaling_names_its_series_and_
     frame.loc[last_row_of_s1, column] = 1e45
     with pytest.raises(DataError, match=rf"series 's1'.*column '{column}', row 119 .* float32"):
         panel_module(frame)
+
+
+def test_a_csv_panel_keeps_its_ids_as_written_from_fit_to_forecast(tmp_path):
+    """Ids read as numbers ('007' as 7) renamed the series in every forecast. A fit that knows them as numbers
+    (a frame's, or a file's read before) still finds them in a file."""
+    frame = store_panel().assign(store=lambda f: f["store"].map({"s0": "007", "s1": "010", "s2": "012"}))
+    path, calendar = tmp_path / "stores.csv", tmp_path / "calendar.csv"
+    frame.to_csv(path, index=False)
+    future_frame(frame, promo=1.0).to_csv(calendar, index=False)
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(path, date_column="date", **ROLES)
+    assert fc.fitted_state.panel.ids == ("007", "010", "012")
+    forecast = fc.predict(path, future_covariates=calendar)
+    assert forecast["store"].unique().tolist() == ["007", "010", "012"]
+    numbers = Forecaster("naive", **WINDOWS, progress=False).fit(frame.assign(store=frame["store"].astype(int)),
+                                                                 date_column="date", **ROLES)
+    assert numbers.fitted_state.panel.ids == (7, 10, 12)
+    pd.testing.assert_frame_equal(numbers.predict(path, future_covariates=calendar), forecast)

@@ -120,17 +120,21 @@ def parse_offset(freq: str | pd.DateOffset) -> pd.DateOffset:
         ) from error
 
 
-def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_csv(path: str | os.PathLike[str], text_columns: Sequence[Hashable] = ()) -> pd.DataFrame:
     """Read a CSV file as a table whose columns are exactly the header's names.
 
     pandas renames what it cannot use as it is: a repeated name ``b`` becomes ``b.1``, an
     empty one ``Unnamed: 3``, and rows longer than the header turn their first fields
     into the index. Each of those raises here instead of reaching a model under a name
     the file does not hold. Unreadable files raise ``CsvReadError``.
+
+    ``text_columns`` (those the file has) are read as the text written, e.g. a panel's ids: pandas
+    would read ``007`` as the number 7 and ``NA`` as missing. Only an empty field is missing there.
     """
     path = Path(path)
     try:
-        frame = pd.read_csv(path)
+        # A header's names are text: another key would name a column by position.
+        frame = pd.read_csv(path, dtype={column: str for column in text_columns if isinstance(column, str)})
         header = [] if frame.columns.empty else _raw_header(path)
     except FileNotFoundError as error:
         raise CsvReadError(f"{path}: no such file. Fix: check the path (it is read as CSV).") from error
@@ -147,6 +151,11 @@ def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
             "comma-separated UTF-8 text with one header line."
         ) from error
     _check_header(path, header, frame)
+    for column in text_columns:
+        if column in frame.columns and frame[column].isna().any():
+            # pandas' missing-value markers ('NA', 'null', 'nan') are ids as written; only an empty field is none.
+            written = pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False)[column]
+            frame[column] = written.where(written != "")
     return frame
 
 
@@ -296,9 +305,10 @@ Table = Union[pd.DataFrame, pd.Series, str, os.PathLike]
 SERIES_COLUMN = "value"  # the variable's name for a pd.Series that has none
 
 
-def read_table(data: Table) -> tuple[pd.DataFrame, Origin]:
-    """A DataFrame as it is, a Series as a one-column frame, or a CSV path read; with the
-    origin used in messages. DuplicateColumnError for a frame with two columns of one name."""
+def read_table(data: Table, text_columns: Sequence[Hashable] = ()) -> tuple[pd.DataFrame, Origin]:
+    """A DataFrame as it is, a Series as a one-column frame, or a CSV path read (its ``text_columns`` as the
+    text written: :func:`read_csv`); with the origin used in messages. DuplicateColumnError for a frame with two
+    columns of one name."""
     if isinstance(data, pd.Series):
         return _series_frame(data), Origin("<Series>")
     if isinstance(data, pd.DataFrame):
@@ -308,7 +318,7 @@ def read_table(data: Table) -> tuple[pd.DataFrame, Origin]:
                                        "give every column its own name.")
         return data, Origin(DATAFRAME_SOURCE)
     if isinstance(data, (str, os.PathLike)):
-        return read_csv(data), Origin.of_file(data)
+        return read_csv(data, text_columns), Origin.of_file(data)
     raise DataError(
         f"data of type {type(data).__name__}. Fix: pass a DataFrame, a Series indexed by timestamps, or a CSV path."
     )

@@ -209,7 +209,7 @@ def prepare_panel(
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     if isinstance(data, pd.Series):
         raise ConfigError("<Series>: a panel is a table with an id column. Fix: pass a DataFrame or a CSV path.")
-    frame, origin = read_table(data)
+    frame, origin = read_table(data, text_columns=(id_column,))  # a file's ids as written: '007' stays '007'
     if date_column is None:
         date_column = _find_date_column(frame, origin)
         if date_column is None:
@@ -325,7 +325,9 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
                         f"needs their values for the {pred_len} steps after each series' end. Fix: pass "
                         f"future_covariates=<a long table with {panel.id_column!r}, {panel.date_column!r} and "
                         f"{columns!r}>.")
-    frame, origin = read_table(future)
+    # A file's ids as written, to match a panel's text ids ('007'); numbers, to match a frame's integer ids.
+    text_ids = all(isinstance(series_id, str) for series_id in panel.ids)
+    frame, origin = read_table(future, text_columns=(panel.id_column,) if text_ids else ())
     where = Origin(f"future covariates {origin.label}", origin.is_file)
     for column in (panel.id_column, panel.date_column, *columns):
         if column not in frame.columns:
@@ -347,7 +349,7 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
             raise DataError(f"{where.label}: series {series_id!r} has no rows; forecasting it needs its future "
                             f"covariates at the {pred_len} steps after its end, {series_steps[0]} to "
                             f"{series_steps[-1]}. Fix: add its rows (id column {panel.id_column!r}), or leave the "
-                            "series out of the data.")
+                            f"series out of the data.{_id_type_hint(series_id, frame[panel.id_column])}")
         missing = series_steps[absent[position]]
         raise DataError(f"{where.label}: series {series_id!r} lacks its future covariates at {len(missing)} of "
                         f"the {pred_len} steps after its end, from {missing[0]} (e.g. {[str(d) for d in missing[:3]]})."
@@ -356,6 +358,15 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     known = values[rows]  # [N, P, K]
     _check_known_finite(panel, known, rows, steps, where, frame.index)
     return known
+
+
+def _id_type_hint(series_id: Hashable, ids: pd.Series) -> str:
+    """Why a table's ids miss a series named the same in another type (``7`` and ``'007'``), else ``""``."""
+    named = ids.dropna()
+    if named.empty or isinstance(named.iloc[0], str) == isinstance(series_id, str):
+        return ""
+    return (f" Its ids are {type(named.iloc[0]).__name__} (e.g. {named.iloc[0]!r}) where the series' is "
+            f"{type(series_id).__name__}: give them as the data does (a CSV's ids are read as text).")
 
 
 def _check_known_finite(panel: Panel, known: np.ndarray, rows: np.ndarray, steps: pd.MultiIndex, origin: Origin,

@@ -97,11 +97,19 @@ class PanelFit:
         try:
             return self.ids.index(series_id)
         except ValueError:
-            raise DataError(
-                f"{source}: series {series_id!r} was not in the data the model was fitted on ({len(self.ids)} series, "
-                f"e.g. {list(self.ids[:5])!r}); its scaling and id embedding are unknown. Fix: forecast the fitted "
-                "series only, or fit again with this series included."
-            ) from None
+            pass
+        # A fit whose ids are numbers (a frame's, or a file's read before ids were kept as written) knows the
+        # series a file now names '007' as 7.
+        if isinstance(series_id, str) and not any(isinstance(known, str) for known in self.ids):
+            try:
+                return self.ids.index(float(series_id))
+            except ValueError:
+                pass
+        raise DataError(
+            f"{source}: series {series_id!r} was not in the data the model was fitted on ({len(self.ids)} series, "
+            f"e.g. {list(self.ids[:5])!r}); its scaling and id embedding are unknown. Fix: forecast the fitted "
+            "series only, or fit again with this series included."
+        )
 
     def static_codes(self, series: PanelSeries, source: str) -> np.ndarray:
         """int64 ``[S]``: the codes of a series' static covariates; DataError for a value the fit never saw."""
