@@ -353,13 +353,38 @@ def test_iso_8601_variants_parse_without_a_word(caplog):
 
 
 def test_day_and_month_are_never_guessed_row_by_row():
-    """Row by row, '01/02/2021' would read as January 2 and '13/02/2021' as February 13."""
+    """Row by row, '01/02/2021' would read as January 2 and '13/02/2021' as February 13; no one order reads
+    every row here ('02/14/2021' is month first)."""
     frame = make_frame(n=3, freq="D")
-    frame["date"] = ["01/02/2021", "13/02/2021", "14/02/2021"]
-    with pytest.raises(UnparsableDateError, match=r"'%m/%d/%Y', but row 1 holds '13/02/2021' \(2 such rows\)"):
+    frame["date"] = ["01/02/2021", "13/02/2021", "02/14/2021"]
+    with pytest.raises(UnparsableDateError, match=r"'%m/%d/%Y', but row 1 holds '13/02/2021' \(1 such rows\)"):
         prepare_series(frame)
 
 
+def test_dates_written_day_first_are_read_in_the_one_order_that_fits_or_refused(caplog):
+    """pandas reads the first date month first: twelve daily rows 01/01/2024 .. 12/01/2024 became monthly."""
+    days = pd.date_range("2024-01-01", periods=12, freq="D")
+    frame = make_frame(n=12, freq="D").assign(date=days.strftime("%d/%m/%Y"))
+    with pytest.raises(UnparsableDateError) as caught:
+        prepare_series(frame)  # daily one way, monthly the other: both regular
+    for words in ("<DataFrame>: date column 'date' reads both day first and month first (e.g. '01/01/2024')",
+                  "'%d/%m/%Y' reads 2024-01-01 00:00:00 to 2024-01-12 00:00:00 in steps of 'D'",
+                  "'%m/%d/%Y' reads 2024-01-01 00:00:00 to 2024-12-01 00:00:00 in steps of 'MS'",
+                  "Fix: pass freq=", "pd.to_datetime(df['date'], format='%d/%m/%Y')"):
+        assert words in str(caught.value)
+    series = prepare_series(frame, freq="D")  # the order whose steps follow freq
+    assert series.dates.equals(days) and series.freq.freqstr == "D" and series.date_format == "%d/%m/%Y"
+    assert prepare_series(frame, date_format="%d/%m/%Y").dates.equals(days)  # a fit's order, kept
+    later = pd.date_range("2024-01-05", periods=12, freq="D")  # '13/01/2024' onwards read day first only
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"):
+        assert prepare_series(frame.assign(date=later.strftime("%d/%m/%Y"))).dates.equals(later)
+    assert "date column 'date' read as '%d/%m/%Y', the only day and month order every row fits" in caplog.text
+    with pytest.raises(UnparsableDateError, match="neither gives steps that are regular"):
+        prepare_series(frame.iloc[[0, 1, 2, 4, 5, 6]], allow_irregular=True)
+    one_day = pd.date_range("2024-01-01", periods=12, freq="h")  # 01/01: the same date either way
+    assert prepare_series(frame.assign(date=one_day.strftime("%d/%m/%Y %H:%M"))).dates.equals(one_day)
+    iso = prepare_series(frame.assign(date=days.strftime("%Y-%m-%d")))  # year first: read as ISO 8601, no question
+    assert iso.dates.equals(days) and iso.date_format is None
 
 
 @pytest.mark.parametrize(("row", "bad", "fix", "frame_fix"), [

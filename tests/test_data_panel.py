@@ -236,3 +236,16 @@ def test_a_csv_panels_ids_are_read_as_written(tmp_path):
     frame.to_csv(path, index=False)
     with pytest.raises(DataError, match=r"id column 'unique_id' is empty on row 4 \(line 6 of the file\)"):
         prepare_panel(path, **ROLES)
+
+
+def test_dates_written_day_first_are_read_in_one_order_for_every_series(tmp_path):
+    """s1's twelve days read both ways (daily or monthly); s0's '13/01/2024' only day first: one order for the
+    column, where each series read alone took its own (s1 monthly) or was refused."""
+    frame = long_frame(lengths=(20, 12), starts=("2024-01-01", "2024-01-01"), freq="D", interleave=False)
+    days = frame["ds"]
+    path = tmp_path / "panel.csv"
+    frame.assign(ds=days.dt.strftime("%d/%m/%Y")).to_csv(path, index=False)
+    panel = prepare_panel(path, id_column="unique_id", target="y")
+    assert panel.freq.freqstr == "D" and panel.date_format == "%d/%m/%Y"
+    for series in panel.series:
+        assert series.dates.equals(pd.DatetimeIndex(days[frame["unique_id"] == series.id]).rename(None))

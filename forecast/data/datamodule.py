@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
-from forecast.data.fitted import FittedState, FutureBatch
+from forecast.data.fitted import RECORDED_READING, FittedState, FutureBatch
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
 from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
 from forecast.data.sampling import trainer_processes, window_loader
@@ -167,14 +167,14 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     """A wide table validated, split, scaled (by ``given``, else by a fit on its train rows) and windowed."""
     info = source.info
     options = _read_options(cfg, info)
-    series = prepare_series(source.data, **options)
+    series = prepare_series(source.data, **options, **(given.recorded_reading if given is not None else {}))
     if given is not None:  # other data scored by a fitted model: its variables by name, in the fitted order
         series = given.select(series)
     split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
     split_protocol, split = resolve_split(split_spec)
     borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source, dates=series.dates)
     options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
-               "columns": list(cfg.columns) if cfg.columns is not None else None}
+               "columns": list(cfg.columns) if cfg.columns is not None else None, "date_format": series.date_format}
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
     fitted = given or FittedState.fit(series, borders["train"], source.label, options, *windows)
     scaled = fitted.scale(series)  # [T, C]
@@ -194,10 +194,11 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     options = {"id_column": cfg.id_column, "target": cfg.target, "date_column": cfg.date_column,
                "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
                "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
-    panel = prepare_panel(source.data, **options)
+    panel = prepare_panel(source.data, **options, **(given.recorded_reading if given is not None else {}))
     split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
     borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
-    options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column}
+    options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column,
+               "date_format": panel.date_format}
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
     fitted = given or FittedState.fit_panel(panel, {series_id: spans["train"] for series_id, spans in borders.items()},
                                             source.label, options, *windows)
@@ -248,7 +249,11 @@ def _val_prefix_windows(prepared: _Prepared, cfg: DataConfig) -> WindowDataset |
 def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> None:
     """DataError unless a checkpoint's data state ``state_dict`` is the one ``prepared`` was scaled with."""
     saved = FittedState.from_state_dict(state_dict)
-    if saved.state_dict() != prepared.fitted.state_dict():
+    mine = prepared.fitted.state_dict()
+    for key in RECORDED_READING:  # a checkpoint written before the fit kept it: its data was read alike
+        if key not in saved.prepare_options:
+            mine["fitted"]["prepare_options"].pop(key, None)
+    if saved.state_dict() != mine:
         raise DataError(
             f"{prepared.series.source}: the checkpoint was fitted on other data (variables "
             f"{list(saved.input_columns)!r}, freq {saved.freq}, windows {saved.seq_len}/{saved.label_len}/"

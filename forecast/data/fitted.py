@@ -29,6 +29,10 @@ from forecast.errors import ConfigError, DataError, SeriesTooShortError, Unknown
 
 __all__ = ["FittedState", "FutureBatch", "fit_scaler", "standardize"]
 
+# How a fit read its timestamps, kept in ``prepare_options`` so that new rows are read alike. A state saved
+# before one was kept lacks its key, and new rows are read as they come, as they were then.
+RECORDED_READING = ("date_format",)
+
 ArrayOrTensor = TypeVar("ArrayOrTensor", np.ndarray, torch.Tensor)
 
 
@@ -129,6 +133,11 @@ class FittedState:
         return cls(inputs, (panel.target,), panel.freq.freqstr, dataset, prepare_options, seq_len, label_len,
                    pred_len, time_encoding, None, persistence(blocks, seq_len, pred_len),
                    PanelFit.fit(panel, train_rows))
+
+    @property
+    def recorded_reading(self) -> dict[str, Any]:
+        """The :data:`RECORDED_READING` options this state holds, to read other data as the fit read its own."""
+        return {key: self.prepare_options[key] for key in RECORDED_READING if key in self.prepare_options}
 
     def check_windows(self, seq_len: int, label_len: int, pred_len: int, time_encoding: str) -> None:
         """ConfigError unless this state is for these window lengths and calendar encoding."""

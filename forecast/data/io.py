@@ -90,8 +90,9 @@ class TimeSeries:
 
     ``values`` holds the model's variables in model order: the table's column order with
     the target moved last (``M``/``MS``), or the target alone (``S``). ``target`` is the
-    target column as resolved (``None``: ``M`` over every column with no target), and
-    ``date_column`` the name of the time axis: its column, or the DatetimeIndex's name.
+    target column as resolved (``None``: ``M`` over every column with no target),
+    ``date_column`` the name of the time axis: its column, or the DatetimeIndex's name, and
+    ``date_format`` the format its text was read in when it leads with day and month (else ``None``).
     """
 
     source: str
@@ -102,6 +103,7 @@ class TimeSeries:
     freq: pd.DateOffset
     target: Hashable | None = None
     date_column: Hashable | None = None
+    date_format: str | None = None
 
     @property
     def n_rows(self) -> int:
@@ -208,8 +210,10 @@ def _separator_fix(header: Sequence[Hashable], *, decimal_commas: bool = False) 
             f"{decimal}).to_csv(new_path, index=False).")
 
 
-def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.DatetimeIndex:
-    """Parse a date column; empty or unparsable values raise ``UnparsableDateError``."""
+def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format: str | None = None
+                ) -> pd.DatetimeIndex:
+    """Parse a date column; empty or unparsable values raise ``UnparsableDateError``. Text is read in
+    ``date_format`` when given (:func:`day_month_format`'s), else as pandas infers it."""
     if pd.api.types.is_datetime64_any_dtype(raw.dtype):
         parsed = raw
     elif pd.api.types.is_numeric_dtype(raw.dtype):
@@ -218,18 +222,121 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.Datet
             "Fix: convert it first, e.g. df[col] = pd.to_datetime(df[col], unit='s'), or name the "
             "right column with date_column=..."
         )
+    elif date_format is not None:
+        parsed = pd.to_datetime(raw, format=date_format, errors="coerce")
     else:
         parsed = _parse_date_strings(raw, column=column, origin=origin)
     missing = np.flatnonzero(pd.isna(parsed).to_numpy())
     if missing.size:
         position = int(missing[0])
         value = raw.iloc[position]
-        what = "is empty" if pd.isna(value) else f"holds {value!r}, which is not a date"
+        written = f" written {date_format!r}" if date_format is not None and not pd.isna(value) else ""
+        what = "is empty" if pd.isna(value) else f"holds {value!r}, which is not a date{written}"
         raise UnparsableDateError(
             f"{origin.label}: date column {column!r}, {origin.row(position, raw.index)} {what} "
             f"({missing.size} such rows). Fix: correct or drop those rows."
         )
     return pd.DatetimeIndex(parsed).rename(None)
+
+
+def day_month_format(raw: pd.Series, *, column: Hashable, origin: Origin, freq: str | pd.DateOffset | None = None,
+                     groups: pd.Series | None = None, known: str | None = None) -> str | None:
+    """The format of text dates that lead with day and month (``'01/02/2024'``), in the order that fits them;
+    ``None`` for other dates (year first, month names: pandas infers one reading) or when neither order reads
+    every row (:func:`parse_dates` then names the bad rows).
+
+    pandas takes the first date month first, so twelve daily rows ``01/01/2024 .. 12/01/2024`` written day
+    first would become a monthly series. ``known`` (the format a fit read its dates in) is taken when it reads
+    every row; else the order that does; when both do, the one whose steps are regular (follow ``freq`` when
+    given) in every series (``groups``: each row's series id). When that does not tell them apart,
+    ``UnparsableDateError`` names both readings and the fix.
+    """
+    present = raw.dropna()
+    if present.empty or not isinstance(present.iloc[0], str):
+        return None
+    first = present.iloc[0]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Parsing dates in", UserWarning)  # the day-first guess, asked for here
+        guessed = guess_datetime_format(first), guess_datetime_format(first, dayfirst=True)
+    found = next((guess for guess in guessed if guess is not None), None)
+    if found is None or not found.startswith(("%m", "%d")) or "%m" not in found or "%d" not in found:
+        return None
+    swapped = found.replace("%m", "<month>").replace("%d", "%m").replace("<month>", "%d")
+    day_first, month_first = (found, swapped) if found.startswith("%d") else (swapped, found)
+    readings = {}
+    for date_format in (day_first, month_first):
+        try:
+            parsed = pd.to_datetime(present, format=date_format, errors="coerce")
+        except (ValueError, TypeError, OverflowError):  # e.g. UTC offsets that differ: parse_dates says so
+            continue
+        if parsed.notna().all():
+            readings[date_format] = parsed
+    if known in readings:
+        return known
+    if len(readings) == 2 and readings[day_first].equals(readings[month_first]):
+        return day_first  # day and month alike on every row (01/01, 02/02): nothing to tell
+    if len(readings) < 2:
+        chosen = next(iter(readings), None)
+        if chosen is not None and guessed[0] != guessed[1]:
+            logger.info("%s: date column %r read as %r, the only day and month order every row fits.",
+                        origin.label, column, chosen)
+        return chosen
+    regular = {date_format: _regular_steps(parsed, freq, groups) for date_format, parsed in readings.items()}
+    if sum(regular.values()) == 1:
+        chosen = day_first if regular[day_first] else month_first
+        logger.info("%s: date column %r read as %r: its dates read both day first and month first, and only this "
+                    "order gives regular steps%s.", origin.label, column, chosen,
+                    f" of freq {parse_offset(freq).freqstr!r}" if freq is not None else "")
+        return chosen
+    steps = {date_format: _steps_of(parsed, groups) for date_format, parsed in readings.items()}
+    spans = [f"{date_format!r} reads {parsed.min()} to {parsed.max()}{steps[date_format]}"
+             for date_format, parsed in readings.items()]
+    rule = f"follow freq={parse_offset(freq).freqstr!r}" if freq is not None else "are regular"
+    # freq tells them apart only when one reading's steps are regular and the two differ.
+    by_freq = ("pass freq=<the series' frequency, e.g. 'D'> to take the order whose steps follow it, "
+               if freq is None and any(regular.values()) and (groups is not None or len(set(steps.values())) > 1)
+               else "")
+    raise UnparsableDateError(
+        f"{origin.label}: date column {column!r} reads both day first and month first (e.g. {first!r}): "
+        f"{spans[0]}, {spans[1]}, and {'both give' if any(regular.values()) else 'neither gives'} steps that "
+        f"{rule}, so the order cannot be told. Fix: {by_freq}write the dates as ISO 8601 (2024-01-31), or "
+        f"parse them first with pd.to_datetime(df[{column!r}], format={day_first!r}) (or {month_first!r})."
+    )
+
+
+def _steps_of(dates: pd.Series, groups: pd.Series | None) -> str:
+    """`` in steps of 'D'`` for one series of dates with a frequency pandas infers, else ``""``."""
+    inferred = _inferred_offset(pd.DatetimeIndex(dates).unique()) if groups is None else None
+    return f" in steps of {inferred.freqstr!r}" if inferred is not None else ""
+
+
+def _inferred_offset(stamps: pd.DatetimeIndex) -> pd.DateOffset | None:
+    """The frequency pandas infers from three or more timestamps, else ``None``."""
+    try:
+        return pd.DatetimeIndex(stamps, freq="infer").freq if len(stamps) >= 3 else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _regular_steps(dates: pd.Series, freq: str | pd.DateOffset | None, groups: pd.Series | None) -> bool:
+    """Whether every series (``groups``, aligned on ``dates``' index; ``None``: one series) steps by ``freq``,
+    or by one frequency pandas infers when ``None``; a series too short to tell says nothing."""
+    offset = parse_offset(freq) if freq is not None else None
+    parts = [dates] if groups is None else [part for _, part in dates.groupby(groups.reindex(dates.index).to_numpy(),
+                                                                               sort=False)]
+    told = False
+    for part in parts:
+        stamps = pd.DatetimeIndex(part).unique()  # a repeated timestamp (allow_duplicates) is no step
+        if len(stamps) < (2 if offset is not None else 3):
+            continue
+        told = True
+        if offset is not None:
+            regular = bool((stamps[:-1] + offset == stamps[1:]).all())
+        else:
+            regular = _inferred_offset(stamps) is not None
+        if not regular:
+            return False
+    return told
 
 
 def _mixes_time_zones(raw: pd.Series) -> bool:
@@ -400,10 +507,12 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
 
 
 def _extract_dates(
-    frame: pd.DataFrame, date_column: Hashable | None, origin: Origin
-) -> tuple[pd.DatetimeIndex, list[Hashable], Hashable | None]:
-    """The parsed dates, the names of the other columns, and the name of the time axis (a column's, or
-    the DatetimeIndex's own name, which may be ``None``).
+    frame: pd.DataFrame, date_column: Hashable | None, origin: Origin, freq: str | pd.DateOffset | None = None,
+    date_format: str | None = None,
+) -> tuple[pd.DatetimeIndex, list[Hashable], Hashable | None, str | None]:
+    """The parsed dates, the names of the other columns, the name of the time axis (a column's, or
+    the DatetimeIndex's own name, which may be ``None``) and the format its text was read in
+    (:func:`day_month_format`; ``date_format``: a fit's, ``freq`` tells the order).
 
     ``date_column=None`` finds the time axis: the DatetimeIndex, else the one column that
     holds timestamps.
@@ -418,14 +527,16 @@ def _extract_dates(
         date_column = _find_date_column(frame, origin)
         if date_column is None:
             dates = parse_dates(frame.index.to_series(), column="<index>", origin=origin)
-            return dates, list(frame.columns), frame.index.name
+            return dates, list(frame.columns), frame.index.name, None
     if date_column in frame.columns:
-        dates = parse_dates(frame[date_column], column=date_column, origin=origin)
-        return dates, [c for c in frame.columns if c != date_column], date_column
+        raw = frame[date_column]
+        date_format = day_month_format(raw, column=date_column, origin=origin, freq=freq, known=date_format)
+        dates = parse_dates(raw, column=date_column, origin=origin, date_format=date_format)
+        return dates, [c for c in frame.columns if c != date_column], date_column, date_format
     if isinstance(frame.index, pd.DatetimeIndex) and frame.index.name == date_column:
         # A frame indexed by its date column (df.set_index('date')).
         dates = parse_dates(frame.index.to_series(), column=date_column, origin=origin)
-        return dates, list(frame.columns), date_column
+        return dates, list(frame.columns), date_column, None
     index = (
         f" The index holds timestamps (named {frame.index.name!r}): pass date_column=None to use it."
         if isinstance(frame.index, pd.DatetimeIndex) else ""
@@ -727,6 +838,7 @@ def prepare_series(
     allow_irregular: bool = False,
     allow_duplicates: bool = False,
     fill_nan: str | None = None,
+    date_format: str | None = None,
 ) -> TimeSeries:
     """Validate a table (DataFrame, Series or CSV path) and return its model-ready series.
 
@@ -739,12 +851,13 @@ def prepare_series(
     ``None``; ``allow_irregular`` accepts gaps and uses the most common step as frequency).
     ``columns`` selects variables (the target is always kept); their order stays the
     table's, with the target moved last. Without a ``target``, ``M`` uses every column
-    and ``S``/``MS`` the last numeric one (logged).
+    and ``S``/``MS`` the last numeric one (logged). Dates written day and month first are read in the
+    order that fits them (:func:`day_month_format`; ``date_format``, a fit's, is kept where it fits).
     """
     require_choice("features", features, FEATURES)
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
-    dates, variables, date_column = _extract_dates(frame, date_column, origin)
+    dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
     try:
         _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
     except (UnsortedTimestampError, DuplicateTimestampError) as error:
@@ -769,4 +882,5 @@ def prepare_series(
         freq=offset,
         target=target,
         date_column=date_column,
+        date_format=date_format,
     )

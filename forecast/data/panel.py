@@ -38,6 +38,7 @@ from forecast.data.io import (
     _numeric_values,
     _off_grid,
     _step_faults,
+    day_month_format,
     parse_dates,
     read_table,
 )
@@ -93,6 +94,7 @@ class Panel:
     static_covariates: tuple[Hashable, ...]
     freq: pd.DateOffset
     series: tuple[PanelSeries, ...]
+    date_format: str | None = None  # the format of dates written day and month first (day_month_format)
 
     @property
     def ids(self) -> tuple[Hashable, ...]:
@@ -199,12 +201,15 @@ def prepare_panel(
     static_covariates: Sequence[Hashable] = (),
     freq: str | pd.DateOffset | None = None,
     fill_nan: str | None = None,
+    date_format: str | None = None,
 ) -> Panel:
     """Validate a long-format table and split it into its series (see the module docstring).
 
     ``date_column=None`` takes the one column holding timestamps. ``freq`` (a pandas
     offset alias) is checked against every series; ``None`` infers it per series and requires
     the series to agree (:class:`~forecast.errors.MixedFrequencyError` names two that do not).
+    Dates written day and month first are read in one order for the whole column, the one that fits every
+    series (:func:`~forecast.data.io.day_month_format`; ``date_format``, a fit's, is kept where it fits).
     """
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     if isinstance(data, pd.Series):
@@ -225,11 +230,14 @@ def prepare_panel(
     numeric = [target, *covariates["past_covariates"], *covariates["future_covariates"]]  # the values' columns
     n_past = len(covariates["past_covariates"])
     series, first_freq = [], None
+    # One day and month order for the whole column, told by every series' steps.
+    date_format = day_month_format(frame[date_column], column=date_column, origin=origin, freq=freq,
+                                   groups=frame[id_column], known=date_format)
     groups = frame.groupby(id_column, sort=False, observed=True)
     for series_id, rows in groups:
         # Messages name the table's rows (and a file's lines), not the series' own count.
         where = origin.part(f"{origin.label}, series {series_id!r}", groups.indices[series_id], frame.index)
-        dates = parse_dates(rows[date_column], column=date_column, origin=where)
+        dates = parse_dates(rows[date_column], column=date_column, origin=where, date_format=date_format)
         offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
         values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where).to_numpy(np.float64)
         if first_freq is None:
@@ -246,7 +254,8 @@ def prepare_panel(
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
     return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
-                 covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series))
+                 covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series),
+                 date_format)
 
 
 def panel_borders(panel: Panel, seq_len: int, pred_len: int,
@@ -333,7 +342,9 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
         if column not in frame.columns:
             raise UnknownColumnError(f"{where.label}: has no column {column!r} (its columns: {list(frame.columns)!r})."
                                      f" Fix: give it the id, date and future covariate columns of the fitted data.")
-    dates = parse_dates(frame[panel.date_column], column=panel.date_column, origin=where)
+    date_format = day_month_format(frame[panel.date_column], column=panel.date_column, origin=where, freq=panel.freq,
+                                   groups=frame[panel.id_column], known=panel.date_format)
+    dates = parse_dates(frame[panel.date_column], column=panel.date_column, origin=where, date_format=date_format)
     values = _numeric_values(frame, columns, where).to_numpy(np.float64)  # [rows, K], checked where used
     lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([frame[panel.id_column], dates]))
     if lookup.index.has_duplicates:
