@@ -209,6 +209,28 @@ def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypa
     assert isinstance(loaded.plot(frame), Figure)
 
 
+def test_a_forecaster_fitted_in_a_time_zone_reads_other_zones_into_it(frame, tmp_path):
+    """The same instants in another zone gave another forecast (time features on the other clock); timestamps
+    without a zone are refused by name. A run saved before the zone was kept reads data as it comes."""
+    zoned = frame.assign(date=frame["date"].dt.tz_localize("UTC"))
+    fc = Forecaster("informer", **WINDOW, max_epochs=1, **tiny("informer")).fit(zoned)
+    expected = fc.predict(zoned)
+    assert str(expected.index.tz) == "UTC"
+    pd.testing.assert_frame_equal(fc.predict(zoned.assign(date=zoned["date"].dt.tz_convert("Asia/Tokyo"))), expected)
+    with pytest.raises(DataError, match=r"'date' has no time zone, but the fitted data's timestamps are in 'UTC'\. "
+                                        r"Fix: .*tz_localize"):
+        fc.predict(frame)
+    assert fc.fitted_state.prepare_options["time_zone"] == "UTC"
+    directory = fc.save(tmp_path / "model")
+    config = json.loads((directory / "config.json").read_text())
+    for key in ("time_zone", "date_format"):
+        del config["fitted"]["prepare_options"][key]
+    (directory / "config.json").write_text(json.dumps(config))
+    loaded = Forecaster.load(directory)
+    assert "time_zone" not in loaded.fitted_state.prepare_options
+    pd.testing.assert_frame_equal(loaded.predict(zoned), expected)
+
+
 def test_loaded_forecaster_refuses_data_with_other_columns(fitted, frame, csv, tmp_path):
     loaded = Forecaster.load(fitted.save(tmp_path / "model"))
     with pytest.raises(DataError, match=r"'c'.*'b'|'b'.*'c'"):

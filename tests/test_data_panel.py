@@ -249,3 +249,29 @@ def test_dates_written_day_first_are_read_in_one_order_for_every_series(tmp_path
     assert panel.freq.freqstr == "D" and panel.date_format == "%d/%m/%Y"
     for series in panel.series:
         assert series.dates.equals(pd.DatetimeIndex(days[frame["unique_id"] == series.id]).rename(None))
+
+
+def test_future_covariates_are_matched_on_the_series_clock():
+    """Timestamps without a zone never match zoned ones: the table was 'without rows' for every series. Another
+    zone's timestamps are the same instants: converted, they match."""
+    from forecast.data.panel import forecast_index, future_covariate_rows
+
+    frame = long_frame(lengths=(20, 15), starts=("2024-03-30", "2024-03-29 20:00"))
+    frame["ds"] = frame["ds"].dt.tz_localize("Europe/Paris")
+    panel = prepare_panel(frame, **ROLES)
+    steps = forecast_index(panel, 4)
+    future = steps.to_frame(index=False).assign(promo=np.arange(8.0))
+    naive = future.assign(ds=future["ds"].dt.tz_localize(None))
+    with pytest.raises(DataError) as raised:
+        future_covariate_rows(panel, naive, steps)
+    for words in ("future covariates <DataFrame>: date column 'ds' has no time zone", "'Europe/Paris'",
+                  "Fix: give them their zone", ".dt.tz_localize("):
+        assert words in str(raised.value)
+    expected = future_covariate_rows(panel, future, steps)
+    in_utc = future.assign(ds=future["ds"].dt.tz_convert("UTC"))
+    np.testing.assert_array_equal(future_covariate_rows(panel, in_utc, steps), expected)
+    assert panel.time_zone == "Europe/Paris"
+    utc_panel = prepare_panel(frame.assign(ds=frame["ds"].dt.tz_convert("UTC")), **ROLES, time_zone="Europe/Paris")
+    assert [series.dates.equals(mine.dates) for series, mine in zip(utc_panel.series, panel.series)] == [True, True]
+    with pytest.raises(DataError, match="date column 'ds' is in time zone 'Europe/Paris', but the fitted data's"):
+        prepare_panel(frame, **ROLES, time_zone="naive")

@@ -425,3 +425,20 @@ def test_a_csv_panel_keeps_its_ids_as_written_from_fit_to_forecast(tmp_path):
                                                                  date_column="date", **ROLES)
     assert numbers.fitted_state.panel.ids == (7, 10, 12)
     pd.testing.assert_frame_equal(numbers.predict(path, future_covariates=calendar), forecast)
+
+
+def test_a_panel_fitted_in_a_time_zone_forecasts_the_same_instants_given_in_another():
+    """Paris days given in UTC: a step of 23 hours at the clock change read as a gap, and the steps matched no
+    covariate row; converted to the fitted zone, they are the fitted series' days."""
+    frame = store_panel()
+    frame["date"] = frame["date"].dt.tz_localize("Europe/Paris")  # the stores cross the March clock change
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    future = future_frame(frame, promo=1.0)
+    expected = fc.predict(frame, future_covariates=future)
+    assert str(expected["date"].dt.tz) == "Europe/Paris"
+    in_utc = fc.predict(frame.assign(date=frame["date"].dt.tz_convert("UTC")),
+                        future_covariates=future.assign(date=future["date"].dt.tz_convert("UTC")))
+    pd.testing.assert_frame_equal(in_utc, expected)
+    with pytest.raises(DataError, match="date column 'date' has no time zone.*'Europe/Paris'.*Fix: give them"):
+        fc.predict(frame, future_covariates=future.assign(date=future["date"].dt.tz_localize(None)))
+    assert fc.fitted_state.prepare_options["time_zone"] == "Europe/Paris"

@@ -26,7 +26,7 @@ from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
 from forecast.data.fitted import RECORDED_READING, FittedState, FutureBatch
-from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series
+from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series, zone_name
 from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
 from forecast.data.sampling import trainer_processes, window_loader
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders, window_count
@@ -174,7 +174,8 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     split_protocol, split = resolve_split(split_spec)
     borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source, dates=series.dates)
     options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
-               "columns": list(cfg.columns) if cfg.columns is not None else None, "date_format": series.date_format}
+               "columns": list(cfg.columns) if cfg.columns is not None else None, "date_format": series.date_format,
+               "time_zone": zone_name(series.dates)}
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
     fitted = given or FittedState.fit(series, borders["train"], source.label, options, *windows)
     scaled = fitted.scale(series)  # [T, C]
@@ -198,7 +199,7 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
     borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
     options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column,
-               "date_format": panel.date_format}
+               "date_format": panel.date_format, "time_zone": panel.time_zone}
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
     fitted = given or FittedState.fit_panel(panel, {series_id: spans["train"] for series_id, spans in borders.items()},
                                             source.label, options, *windows)

@@ -31,7 +31,7 @@ __all__ = ["FittedState", "FutureBatch", "fit_scaler", "standardize"]
 
 # How a fit read its timestamps, kept in ``prepare_options`` so that new rows are read alike. A state saved
 # before one was kept lacks its key, and new rows are read as they come, as they were then.
-RECORDED_READING = ("date_format",)
+RECORDED_READING = ("date_format", "time_zone")
 
 ArrayOrTensor = TypeVar("ArrayOrTensor", np.ndarray, torch.Tensor)
 

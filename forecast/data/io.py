@@ -339,6 +339,49 @@ def _regular_steps(dates: pd.Series, freq: str | pd.DateOffset | None, groups: p
     return told
 
 
+NAIVE = "naive"  # the time zone a fit records for timestamps that have none
+
+
+def zone_name(dates: pd.DatetimeIndex) -> str | None:
+    """The time zone of ``dates`` as a fit records it: :data:`NAIVE` for none, else a name pandas reads back
+    (``'UTC'``, ``'Europe/Paris'``, ``'UTC+01:00'``); ``None`` for a zone without one (a dateutil file)."""
+    if dates.tz is None:
+        return NAIVE
+    name = str(dates.tz)
+    try:
+        kept = dates.tz_convert(name).tz_localize(None).equals(dates.tz_localize(None))  # the same wall clock
+    except (ValueError, TypeError, KeyError):  # an unknown zone name (zoneinfo's and pytz's are KeyErrors)
+        kept = False
+    if not kept:
+        logger.info("time zone %r has no name to save; new data will be read in its own zone.", dates.tz)
+    return name if kept else None
+
+
+def to_zone(dates: pd.DatetimeIndex, time_zone: str | None, *, column: Hashable, origin: Origin,
+            whose: str = "the fitted data's") -> pd.DatetimeIndex:
+    """``dates`` in ``time_zone`` (:func:`zone_name`'s; ``None``: as they are): another zone's timestamps are
+    converted, the same instants on the clock that time features and steps were computed on; DataError for
+    timestamps with a zone where ``time_zone`` has none, or the other way round (``whose`` names it)."""
+    if time_zone is None or (time_zone == NAIVE and dates.tz is None):
+        return dates
+    if time_zone == NAIVE:
+        raise DataError(
+            f"{origin.label}: date column {column!r} is in time zone {str(dates.tz)!r}, but {whose} timestamps "
+            f"have none. Fix: give them as local times without a zone, in the zone {whose} were recorded in: "
+            f"df[{column!r}] = df[{column!r}].dt.tz_convert('<that zone>').dt.tz_localize(None)."
+        )
+    if dates.tz is None:
+        raise DataError(
+            f"{origin.label}: date column {column!r} has no time zone, but {whose} timestamps are in "
+            f"{time_zone!r}. Fix: give them their zone, df[{column!r}] = df[{column!r}].dt.tz_localize(<their "
+            f"zone>), e.g. {time_zone!r} for its local times or 'UTC'; any zone is converted to {time_zone!r}."
+        )
+    if str(dates.tz) != time_zone:
+        logger.info("%s: date column %r converted from time zone %r to %r, that of %s timestamps.",
+                    origin.label, column, str(dates.tz), time_zone, whose)
+    return dates.tz_convert(time_zone)
+
+
 def _mixes_time_zones(raw: pd.Series) -> bool:
     """Whether the values are timestamps that parse once converted to UTC (so only their zones differ)."""
     try:
@@ -839,6 +882,7 @@ def prepare_series(
     allow_duplicates: bool = False,
     fill_nan: str | None = None,
     date_format: str | None = None,
+    time_zone: str | None = None,
 ) -> TimeSeries:
     """Validate a table (DataFrame, Series or CSV path) and return its model-ready series.
 
@@ -853,11 +897,14 @@ def prepare_series(
     table's, with the target moved last. Without a ``target``, ``M`` uses every column
     and ``S``/``MS`` the last numeric one (logged). Dates written day and month first are read in the
     order that fits them (:func:`day_month_format`; ``date_format``, a fit's, is kept where it fits).
+    ``time_zone`` (a fit's :func:`zone_name`) converts the timestamps into the fitted zone before any check
+    (:func:`to_zone`); ``None`` keeps them as they are.
     """
     require_choice("features", features, FEATURES)
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
     dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
+    dates = to_zone(dates, time_zone, column=date_column if date_column is not None else "<index>", origin=origin)
     try:
         _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
     except (UnsortedTimestampError, DuplicateTimestampError) as error:

@@ -41,6 +41,8 @@ from forecast.data.io import (
     day_month_format,
     parse_dates,
     read_table,
+    to_zone,
+    zone_name,
 )
 from forecast.data.splits import SPLIT_NAMES, SplitLike, split_borders, window_count
 from forecast.errors import (
@@ -99,6 +101,13 @@ class Panel:
     @property
     def ids(self) -> tuple[Hashable, ...]:
         return tuple(series.id for series in self.series)
+
+    @property
+    def time_zone(self) -> str | None:
+        """The series' time zone as a fit records it (:func:`~forecast.data.io.zone_name`); ``None`` when they
+        differ (each series then keeps its own)."""
+        zones = {zone_name(series.dates) for series in self.series}
+        return zones.pop() if len(zones) == 1 else None
 
     def __getitem__(self, series_id: Hashable) -> PanelSeries:
         for series in self.series:
@@ -202,6 +211,7 @@ def prepare_panel(
     freq: str | pd.DateOffset | None = None,
     fill_nan: str | None = None,
     date_format: str | None = None,
+    time_zone: str | None = None,
 ) -> Panel:
     """Validate a long-format table and split it into its series (see the module docstring).
 
@@ -210,6 +220,8 @@ def prepare_panel(
     the series to agree (:class:`~forecast.errors.MixedFrequencyError` names two that do not).
     Dates written day and month first are read in one order for the whole column, the one that fits every
     series (:func:`~forecast.data.io.day_month_format`; ``date_format``, a fit's, is kept where it fits).
+    ``time_zone`` (a fit's) converts every series' timestamps into the fitted zone first
+    (:func:`~forecast.data.io.to_zone`).
     """
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     if isinstance(data, pd.Series):
@@ -238,6 +250,7 @@ def prepare_panel(
         # Messages name the table's rows (and a file's lines), not the series' own count.
         where = origin.part(f"{origin.label}, series {series_id!r}", groups.indices[series_id], frame.index)
         dates = parse_dates(rows[date_column], column=date_column, origin=where, date_format=date_format)
+        dates = to_zone(dates, time_zone, column=date_column, origin=where)
         offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
         values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where).to_numpy(np.float64)
         if first_freq is None:
@@ -345,6 +358,9 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     date_format = day_month_format(frame[panel.date_column], column=panel.date_column, origin=where, freq=panel.freq,
                                    groups=frame[panel.id_column], known=panel.date_format)
     dates = parse_dates(frame[panel.date_column], column=panel.date_column, origin=where, date_format=date_format)
+    step_dates = steps.get_level_values(1)
+    if isinstance(step_dates, pd.DatetimeIndex):  # matched on the forecast steps' clock, or refused by name
+        dates = to_zone(dates, zone_name(step_dates), column=panel.date_column, origin=where, whose="the series'")
     values = _numeric_values(frame, columns, where).to_numpy(np.float64)  # [rows, K], checked where used
     lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([frame[panel.id_column], dates]))
     if lookup.index.has_duplicates:
