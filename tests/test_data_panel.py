@@ -275,3 +275,19 @@ def test_future_covariates_are_matched_on_the_series_clock():
     assert [series.dates.equals(mine.dates) for series, mine in zip(utc_panel.series, panel.series)] == [True, True]
     with pytest.raises(DataError, match="date column 'ds' is in time zone 'Europe/Paris', but the fitted data's"):
         prepare_panel(frame, **ROLES, time_zone="naive")
+
+
+def test_a_future_covariates_table_is_read_whole_and_only_its_forecast_steps_used():
+    """As its docstring says: other rows may miss values, but every row is read, so a bad cell anywhere is named."""
+    from forecast.data.panel import forecast_index, future_covariate_rows
+
+    panel = prepare_panel(long_frame(), **ROLES)
+    steps = forecast_index(panel, 3)
+    future = steps.to_frame(index=False).assign(promo=1.0)
+    history = future.assign(ds=future["ds"] - pd.Timedelta("10h"), promo=np.nan)  # no forecast step among them
+    known = future_covariate_rows(panel, pd.concat([history, future], ignore_index=True), steps)
+    assert known.shape == (3, 3, 1) and (known == 1.0).all()
+    history["promo"] = history["promo"].astype(object)
+    history.loc[1, "promo"] = "?"
+    with pytest.raises(NonNumericColumnError, match=r"future covariates <DataFrame>: column 'promo'.*row 1 holds '\?'"):
+        future_covariate_rows(panel, pd.concat([history, future], ignore_index=True), steps)

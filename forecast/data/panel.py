@@ -334,8 +334,10 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     holding (at least) those steps for every series; None is fine when there are no future
     covariates. DataError naming the series and its missing steps, or a column the table lacks;
     :class:`~forecast.errors.NonFiniteValueError` naming the covariate, the series and the forecast
-    steps whose value is NaN or inf: a forecast is never made from guessed covariates. Rows other than
-    the forecast steps are not read, so their values may be missing.
+    steps whose value is NaN or inf: a forecast is never made from guessed covariates. The whole table is
+    read and checked (every row needs its id, a timestamp, covariates that are numbers or empty, and no
+    second row for its series and step); only the forecast steps' values are used, so those of other rows
+    may be missing.
     """
     columns = list(panel.future_covariates)
     n_series = len(panel.series)
