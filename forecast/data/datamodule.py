@@ -163,11 +163,18 @@ def _read_options(cfg: DataConfig, info: registry.DatasetInfo | None) -> dict[st
     }
 
 
+def _recorded_reading(given: FittedState | None) -> dict[str, Any]:
+    """How ``given``'s fit read its timestamps (:data:`~forecast.data.fitted.RECORDED_READING`), to read other
+    data alike; nothing without a fit, or for a state saved before it was kept."""
+    options = given.prepare_options if given is not None else {}
+    return {key: options[key] for key in RECORDED_READING if key in options}
+
+
 def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
     """A wide table validated, split, scaled (by ``given``, else by a fit on its train rows) and windowed."""
     info = source.info
     options = _read_options(cfg, info)
-    series = prepare_series(source.data, **options, **(given.recorded_reading if given is not None else {}))
+    series = prepare_series(source.data, **options, **_recorded_reading(given))
     if given is not None:  # other data scored by a fitted model: its variables by name, in the fitted order
         series = given.select(series)
     split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
@@ -195,7 +202,7 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     options = {"id_column": cfg.id_column, "target": cfg.target, "date_column": cfg.date_column,
                "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
                "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
-    panel = prepare_panel(source.data, **options, **(given.recorded_reading if given is not None else {}))
+    panel = prepare_panel(source.data, **options, **_recorded_reading(given))
     split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
     borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
     options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column,

@@ -134,11 +134,6 @@ class FittedState:
                    pred_len, time_encoding, None, persistence(blocks, seq_len, pred_len),
                    PanelFit.fit(panel, train_rows))
 
-    @property
-    def recorded_reading(self) -> dict[str, Any]:
-        """The :data:`RECORDED_READING` options this state holds, to read other data as the fit read its own."""
-        return {key: self.prepare_options[key] for key in RECORDED_READING if key in self.prepare_options}
-
     def check_windows(self, seq_len: int, label_len: int, pred_len: int, time_encoding: str) -> None:
         """ConfigError unless this state is for these window lengths and calendar encoding."""
         mine = (self.seq_len, self.label_len, self.pred_len, self.time_encoding)
