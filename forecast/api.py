@@ -42,7 +42,7 @@ from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
 from forecast.options import ForecasterOptions
 from forecast.plotting import check_forecast_names
-from forecast.predictor import Predictor, prepare_run_dir, read_config, series_report
+from forecast.predictor import DataFile, Predictor, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE
 from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, test_windows
 
@@ -61,6 +61,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     """``Forecaster.fit``'s training: the shared recipe (:func:`~forecast.training.fit_best`) run with
     ``options`` on ``data``; with ``run_dir``, checkpoints there (resumed if ``resume`` and they match)."""
     L.seed_everything(options.training.seed, workers=True, verbose=False)
+    data_file = DataFile.of(data)  # before the file is read: its digest then, not after an edit during training
     datamodule = options.new_datamodule(data, split)
     datamodule.setup()
     fitted = datamodule.fitted
@@ -68,10 +69,10 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
     module = options.new_module(model, fitted)
     run_path, config = Path(run_dir) if run_dir is not None else None, options.config()
-    resume = prepare_run_dir(run_path, config, fitted, split, resume) if run_path is not None else False
+    resume = prepare_run_dir(run_path, config, fitted, split, data_file, resume) if run_path is not None else False
     run = fit_best(module, datamodule, options.training, run_path, callbacks=options.callbacks,
                    progress=options.progress, resume=resume)
-    return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data)
+    return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data, data_file=data_file)
 
 
 def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str, detail: bool, by_series: bool

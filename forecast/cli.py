@@ -18,8 +18,10 @@ runs again; ``--resume false`` trains from scratch) to ``run_dir`` (default ``ru
 of the model options and training settings; a CSV file by its stem and a digest of its bytes); ``validate``,
 ``test`` and ``predict`` load the run the same config (and model/data overrides) names (refused, naming the
 earlier run, when the CSV file has changed since the fit), or ``--run_dir DIR``; with ``--run_dir`` and no config,
-the run as it was saved (its split, and the registered dataset it was fitted on unless ``--input`` names
-other data). ``test``
+the run as it was saved: its split, and the data it was fitted on (a registered dataset, or the CSV file whose path
+and digest the run recorded) unless ``--input`` names other data. The run's own CSV file is read, by a config or
+not, only while its bytes are those of the fit: edited or gone, it is refused, naming both digests (``--input``
+uses the run on other data explicitly, that file as it is now included). ``test``
 scores every test window (``--windows val`` the validation windows, with the same report). ``predict``
 writes the forecast of the ``pred_len`` steps after the last row of the data as a CSV
 (timestamps, original units).
@@ -160,8 +162,8 @@ def _require_fitted(run_dir: Path, config: RunConfig | None = None) -> Path:
                 f"{key['dataset'].rpartition('@')[2]}...; {run_dir} holds none). {', '.join(map(str, others))}: "
                 f"this config's run on other bytes named {Path(config.dataset).name} (another file of that name, or "
                 "this one before an edit). Fix: `forecast fit` with the same config to fit on the file as it is, "
-                "or --run_dir with one of those folders to use that run on it (if the edit moved the test split, "
-                "its test scores are not that run's).")
+                f"or --run_dir with one of those folders and --input {config.dataset} to use that run on it (if "
+                "the edit moved the test split, its test scores are not that run's).")
     raise ConfigError(f"{run_dir} holds no fitted run. Fix: run `forecast fit` with the same config and "
                       "overrides first, or pass --run_dir DIR of a fitted run.")
 
@@ -181,20 +183,21 @@ class _FittedRun:
 
 def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     """The run a config names (its options and overrides, or ``--run_dir``), or, with ``--run_dir`` and no
-    config, the run in that folder as it was saved: its data a registered dataset it was fitted on unless
-    ``--input`` names other data, its split the fit's."""
+    config, the run in that folder as it was saved: its data what it was fitted on unless ``--input`` names
+    other data, its split the fit's."""
     from forecast.api import Forecaster
 
     if _names_saved_run_only(tokens):
         flags = _saved_run_flags(command, tokens)
         run_dir = _require_fitted(Path(flags.pop("run_dir")))
         forecaster = Forecaster.load(run_dir)
-        return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_dataset(forecaster, run_dir), None, flags,
+        return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir), None, flags,
                           command)
     config, flags = _config(command, tokens)
     run_dir = _require_fitted(config.resolved_run_dir(), config)
-    return _FittedRun(run_dir, Forecaster.load(run_dir), flags["input"] or config.dataset, config.split, flags,
-                      command)
+    forecaster = Forecaster.load(run_dir)
+    return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
+                      config.split, flags, command)
 
 
 def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:
@@ -216,15 +219,34 @@ def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:
         raise ConfigError(f"forecast {command}: {message}.") from None
 
 
-def _fitted_dataset(forecaster: Forecaster, run_dir: Path) -> str:
-    """The registered dataset the run was fitted on; ConfigError naming ``--input`` for any other data, which
-    the saved run names only by its file stem."""
+def _fitted_data(forecaster: Forecaster, run_dir: Path, named: str | None = None) -> str:
+    """What the run reads without ``--input``: ``named`` (its config's dataset), else the data it was fitted on.
+
+    The CSV file the run recorded (:class:`~forecast.predictor.DataFile`), named or not, is read only while its
+    bytes are those of the fit: else ConfigError naming the file, both digests and the fix. Without a record
+    (a run saved before runs kept one, or fitted on a frame) a run alone reads the registered dataset it was
+    fitted on, and ConfigError naming ``--input`` for any other data, named by its stem only."""
     from forecast import datasets
 
+    recorded = forecaster.predictor.data_file
+    if recorded is not None and (named is None or Path(named).resolve() == Path(recorded.path)):
+        current = recorded.current_digest()
+        if current != recorded.sha256:
+            now, as_is = ((f"has changed since (sha256 {current}... now)", f" (--input {recorded.path}: the file as "
+                           "it is now; if the edit moved the split, its scores are not the fit's)")
+                          if current is not None else ("no longer exists", ""))
+            raise ConfigError(
+                f"{run_dir} was fitted on {recorded.path} (sha256 {recorded.sha256}... then), which {now}. Fix: "
+                f"--input PATH to score or forecast other data with this run explicitly{as_is}, or `forecast fit` "
+                "again to fit on the data as it is now.")
+        return named or recorded.path
+    if named is not None:
+        return named
     name = forecaster.fitted_state.dataset
     if datasets.find(name) is None:
-        raise ConfigError(f"{run_dir} was fitted on {name!r}, which is not a registered dataset. Fix: pass the "
-                          "data with --input (a CSV path), or the run's config with --config FILE.yaml.")
+        raise ConfigError(f"{run_dir} was fitted on {name!r}, which is not a registered dataset, and records no "
+                          "CSV file (saved before runs kept theirs, or fitted on a frame). Fix: pass the data with "
+                          "--input (a CSV path), or the run's config with --config FILE.yaml.")
     return name
 
 
@@ -279,8 +301,8 @@ def _destination(run: _FittedRun, flag: str, default: str) -> Path:
         raise ConfigError(f"--{flag} {destination}: {run.command} writes CSV. Fix: name a .csv file, e.g. "
                           f"{destination.with_suffix('.csv')}.")
     if destination.exists() and Path(run.data).exists() and destination.samefile(run.data):
-        raise ConfigError(f"--{flag} {destination} is the data this command reads (--input); writing it would "
-                          "destroy it. Fix: name another file.")
+        raise ConfigError(f"--{flag} {destination} is the data this command reads; writing it would destroy it. "
+                          "Fix: name another file.")
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

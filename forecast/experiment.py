@@ -40,13 +40,14 @@ from forecast.api import Forecaster
 from forecast.data import DataConfig
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
-from forecast.predictor import WEIGHTS_FILE, Predictor
+from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
 from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results
 from forecast.machine import device_description
 from forecast.training import TrainingConfig, calibrate_on_validation, git_commit, load_checkpoint, test_windows
 
-__all__ = ["Experiment", "dataset_label", "row_key", "run_experiment", "run_name", "runs_on_other_versions"]
+__all__ = ["Experiment", "dataset_label", "file_digest", "row_key", "run_experiment", "run_name",
+           "runs_on_other_versions"]
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,14 @@ def dataset_label(dataset: str) -> str:
         return dataset  # registered, or naming nothing that a run could read: as given
     if not path.is_file():  # a run on it fails (the reader says why), so no row is written under this label
         return f"{path.stem}@missing"
+    return f"{path.stem}@{file_digest(path)}"
+
+
+def file_digest(path: Path) -> str:
+    """The first 10 hex digits of the sha256 of the bytes of file ``path``: what :func:`dataset_label` names a
+    file by, and what a saved run records of the CSV file it was fitted on (:class:`forecast.predictor.DataFile`)."""
     stat = path.stat()
-    return f"{path.stem}@{_file_digest(path.resolve(), stat.st_size, stat.st_mtime_ns)}"
+    return _file_digest(path.resolve(), stat.st_size, stat.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=32)
@@ -266,7 +273,7 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir:
     metrics = test_windows(forecaster.module, datamodule, experiment.training, progress=progress)
     predictor = forecaster.predictor
     Predictor(predictor.module, predictor.fitted_state, experiment.forecaster().config,
-              split=predictor.split).save(run_dir)
+              split=predictor.split, data_file=DataFile.of(experiment.dataset)).save(run_dir)
     return forecaster, metrics
 
 

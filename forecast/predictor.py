@@ -5,8 +5,8 @@ What :meth:`Forecaster.fit <forecast.Forecaster.fit>` leaves and :meth:`Forecast
 forecasts). It forecasts the real future in original units (with quantile columns for
 probabilistic models), plots a forecast or a window, returns attention weights, and saves and loads
 itself as a directory: ``config.json`` (the configuration that built it, the fitted variables,
-frequency and sizes), ``scaler.json`` (the train-row scaling statistics) and ``model.pt`` (the
-model's ``state_dict``, read back with ``weights_only=True``).
+frequency and sizes, the CSV file it was fitted on: :class:`DataFile`), ``scaler.json`` (the train-row
+scaling statistics) and ``model.pt`` (the model's ``state_dict``, read back with ``weights_only=True``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
 from forecast.training import last_checkpoint, load_checkpoint
 
-__all__ = ["Predictor"]
+__all__ = ["DataFile", "Predictor"]
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +188,34 @@ def _write_json(path: Path, content: Mapping[str, Any]) -> None:
     _write_atomically(path, lambda temporary: temporary.write_text(json.dumps(content, indent=2) + "\n"))
 
 
+@dataclasses.dataclass(frozen=True)
+class DataFile:
+    """The CSV file a fit read: its resolved ``path`` and ``sha256``, the first 10 hex digits of the sha256 of its
+    bytes then (:func:`forecast.experiment.file_digest`). ``config.json`` keeps it as ``data_file``, so a saved
+    run can read its data again and tell whether the file changed since; the fitted state names the file by its
+    stem only. ``None`` for other data (a registered name, a frame) and in a run saved before it was kept."""
+
+    path: str
+    sha256: str
+
+    @classmethod
+    def of(cls, data: Table) -> DataFile | None:
+        """The record of ``data`` if it is a file's path (not a registered dataset's name), else ``None``."""
+        from forecast.experiment import file_digest  # that module imports this one
+
+        if not isinstance(data, (str, os.PathLike)) or (isinstance(data, str) and registry.find(data) is not None):
+            return None
+        path = Path(data)
+        return cls(str(path.resolve()), file_digest(path)) if path.is_file() else None
+
+    def current_digest(self) -> str | None:
+        """The digest of the file's bytes now (``None`` when it is gone)."""
+        from forecast.experiment import file_digest
+
+        path = Path(self.path)
+        return file_digest(path) if path.is_file() else None
+
+
 def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
     """The fitted state as a saved run holds it: ``config.json``'s ``fitted`` block and ``scaler.json`` (a wide
     table's scaler as it is; a panel's per-series scaling under ``panel``), as JSON types."""
@@ -197,13 +225,17 @@ def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def write_config(directory: Path, config: Mapping[str, Any], saved: tuple[dict[str, Any], dict[str, Any]],
-                 split: Any) -> None:
-    """``config.json`` (``config``, the split and the fitted state) and ``scaler.json`` in ``directory``; ``saved`` is
-    the fitted state as :func:`_saved_state` gives it."""
+                 split: Any, data_file: DataFile | None) -> None:
+    """``config.json`` (``config``, the split, the file fitted on and the fitted state) and ``scaler.json`` in
+    ``directory``; ``saved`` is the fitted state as :func:`_saved_state` gives it."""
     fitted_block, scaling = saved
+    # Beside the fitted state, not in it: resuming compares that state, and a checkpoint may resume on the file
+    # after an edit that leaves the training rows as they were.
     _write_json(directory / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
                                           "package_version": forecast.__version__, **config,
-                                          "split": jsonable(split, "split"), "fitted": fitted_block})
+                                          "split": jsonable(split, "split"),
+                                          "data_file": dataclasses.asdict(data_file) if data_file is not None else None,
+                                          "fitted": fitted_block})
     _write_json(directory / SCALER_FILE, scaling)
 
 
@@ -226,7 +258,8 @@ def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[
             "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
 
 
-def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedState, split: Any, resume: bool) -> bool:
+def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedState, split: Any,
+                    data_file: DataFile | None, resume: bool) -> bool:
     """Before a fit into ``run_dir``: whether to resume its checkpoint (``resume`` and one is there, made
     with the same model, options, data and variables, else ConfigError); writes the config."""
     if run_dir.exists() and not run_dir.is_dir():
@@ -257,7 +290,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
             )
     run_dir.mkdir(parents=True, exist_ok=True)
     _remove_previous_fit(run_dir, resuming=checkpoint is not None)
-    write_config(run_dir, config, saved, split)
+    write_config(run_dir, config, saved, split, data_file)
     return checkpoint is not None
 
 
@@ -291,16 +324,18 @@ class Predictor:
     <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of
     ``predict``'s quantile columns and ``seed`` seeds their sampling. ``datamodule`` and
     ``data`` are the data it was fitted on (``None`` after :meth:`load`): ``predict()``,
-    ``plot()`` and ``attention_weights()`` without data read them.
+    ``plot()`` and ``attention_weights()`` without data read them. ``data_file`` records the CSV file
+    it was fitted on (:class:`DataFile`; ``None`` for other data), saved with it.
     """
 
     def __init__(self, module: ForecastModule, fitted: FittedState, config: Mapping[str, Any], *,
-                 split: Any = None, datamodule: WindowDataModule | None = None, data: Table | None = None) -> None:
+                 split: Any = None, datamodule: WindowDataModule | None = None, data: Table | None = None,
+                 data_file: DataFile | None = None) -> None:
         self.module, self.fitted_state, self.config = module.eval(), fitted, dict(config)
         self.model_name: str = config["model"]
         self.quantile_levels: tuple[float, ...] = tuple(config["quantiles"])
         self.seed: int = config["training"]["seed"]
-        self.split, self.datamodule, self._data = split, datamodule, data
+        self.split, self.datamodule, self._data, self.data_file = split, datamodule, data, data_file
 
     @property
     def model(self) -> ForecastModel:
@@ -540,7 +575,7 @@ class Predictor:
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
         _write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
-        write_config(directory, self.config, _saved_state(self.fitted_state), self.split)
+        write_config(directory, self.config, _saved_state(self.fitted_state), self.split, self.data_file)
         return directory
 
     @classmethod
@@ -569,5 +604,13 @@ class Predictor:
             model.load_state_dict(state)
         except RuntimeError as error:
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not fit the model in {CONFIG_FILE}: {error}") from error
-        return cls(new_module(model, fitted), fitted, {k: v for k, v in config.items() if k not in ("fitted", "split")},
-                   split=config.get("split"))
+        recorded = config.get("data_file")  # absent from a run saved before it was kept
+        try:
+            data_file = DataFile(**recorded) if recorded is not None else None
+        except TypeError:
+            raise ConfigError(f"{directory / CONFIG_FILE}: data_file {recorded!r} is not a path and a sha256. "
+                              "Fix: fit again, or remove data_file (the run then names its file by its stem only)."
+                              ) from None
+        return cls(new_module(model, fitted), fitted,
+                   {k: v for k, v in config.items() if k not in ("fitted", "split", "data_file")},
+                   split=config.get("split"), data_file=data_file)

@@ -21,6 +21,7 @@ import forecast
 from forecast import Forecaster
 from forecast.api import model_option_names
 from forecast.errors import ConfigError, DataError
+from forecast.experiment import dataset_label
 from forecast.layers.attention import ProbSparseWeights
 from forecast.models import MODELS, ForecastModel
 from forecast.plotting import plot_attention, plot_probsparse
@@ -207,6 +208,21 @@ def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypa
     pd.testing.assert_frame_equal(loaded.predict(frame), fitted.predict())
     pd.testing.assert_frame_equal(loaded.predict(frame.iloc[:250]), fitted.predict(frame.iloc[:250]))
     assert isinstance(loaded.plot(frame), Figure)
+
+
+def test_a_saved_forecaster_records_the_csv_file_it_was_fitted_on(fitted, csv, frame, tmp_path):
+    """The record `forecast validate|test|predict --run_dir` reads: the file's resolved path and digest, kept when a
+    loaded forecaster is saved again; none for a frame. A loaded forecaster never reads it back by itself."""
+    recorded = json.loads((fitted.save(tmp_path / "model") / "config.json").read_text())["data_file"]
+    assert recorded == {"path": str(Path(csv).resolve()), "sha256": dataset_label(csv).rpartition("@")[2]}
+    loaded = Forecaster.load(tmp_path / "model")
+    assert loaded.predictor.data_file == fitted.predictor.data_file
+    assert json.loads((loaded.save(tmp_path / "again") / "config.json").read_text())["data_file"] == recorded
+    for without_data in (loaded.evaluate, loaded.predict):
+        with pytest.raises(ConfigError, match="a loaded Forecaster holds none. Fix: pass the data explicitly"):
+            without_data()
+    on_frame = Forecaster("naive", **WINDOW).fit(frame).save(tmp_path / "frame")
+    assert json.loads((on_frame / "config.json").read_text())["data_file"] is None
 
 
 def test_a_forecaster_fitted_in_a_time_zone_reads_other_zones_into_it(frame, tmp_path):

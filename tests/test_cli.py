@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import subprocess
@@ -18,6 +19,7 @@ from forecast import Forecaster
 from forecast.cli import main, with_command_line_flags
 from forecast.config import RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
+from forecast.experiment import dataset_label
 from forecast.recipes import get_recipe
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 300, 32, 16, 8
@@ -137,12 +139,11 @@ def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(w
     assert main(["validate", "--run_dir", "etth1"]) == 0
     assert "validation of etth1 on ETTh1 over 2877 windows" in capsys.readouterr().out
 
-    # a CSV the run names by its stem only, an option of a config, a folder without a run, a saved run as a config
+    # an option of a config, a folder without a run, a saved run as a config, the data as the output
     assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
                  "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "toy"]) == 0
     capsys.readouterr()
-    for args, fix in ((["validate", "--run_dir", "toy"], "not a registered dataset. Fix: pass the data with --input"),
-                      (["predict", "--run_dir", "toy", "--model.d_model", "8"], "valid options are ['--run_dir', "
+    for args, fix in ((["predict", "--run_dir", "toy", "--model.d_model", "8"], "valid options are ['--run_dir', "
                                                                                   "'--output'"),
                       (["test", "--run_dir", "nothing"], "nothing holds no fitted run"),
                       (["predict", "--run_dir", "toy", "--print_config"], "the config.json of its --run_dir folder"),
@@ -150,6 +151,7 @@ def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(w
                                                                  "--run_dir toy"),
                       (["predict", "--run_dir", "toy", "--input", "toy.csv", "--output", "toy.csv"],
                        "is the data this command reads"),
+                      (["predict", "--run_dir", "toy", "--output", "toy.csv"], "is the data this command reads"),
                       (["test", "--run_dir", "toy", "--input", "toy.csv", "--report", "toy"], "is a folder"),
                       (["predict", "--run_dir", "toy", "--input", "toy.csv", "--output", "future.parquet"],
                        "--output future.parquet: predict writes CSV. Fix: name a .csv file")):
@@ -207,12 +209,70 @@ def test_test_and_predict_by_config_never_take_another_csv_of_the_same_name_for_
 
     write_series(workdir / "toy.csv", ROWS + 24)  # the file grows: the run fitted on it before is named, not used
     assert main(["predict", "--config", "here.yaml"]) == 2
-    assert "--run_dir with one of those folders" in capsys.readouterr().err
-    assert main(["predict", "--config", "here.yaml", "--run_dir", str(fitted), "--output", "future.csv"]) == 0
+    assert "--run_dir with one of those folders and --input toy.csv to use that run" in capsys.readouterr().err
+    assert main(["predict", "--config", "here.yaml", "--run_dir", str(fitted), "--input", "toy.csv",
+                 "--output", "future.csv"]) == 0
     assert pd.read_csv(workdir / "future.csv", parse_dates=["date"]).date.iloc[0] == pd.Timestamp("2022-03-14 12:00")
     (workdir / "toy.csv").unlink()
     assert main(["test", "--config", "here.yaml"]) == 2
     assert "toy.csv does not exist, and a run on a CSV file is found by the file's bytes" in capsys.readouterr().err
+
+
+def test_a_run_folder_alone_reads_the_csv_file_it_was_fitted_on_while_its_bytes_are_the_fits(workdir, capsys):
+    """A saved run named its CSV file by the stem alone: `--run_dir` alone needed --input, and `--run_dir` with a
+    config scored the file as it is now, however it had changed since the fit. The run records the file's path and
+    digest: it reads it while unchanged, and refuses it, naming both digests, once it is edited or gone."""
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "toy"]) == 0
+    recorded = json.loads((workdir / "toy" / "config.json").read_text())["data_file"]
+    digest = dataset_label("toy.csv").rpartition("@")[2]
+    assert recorded == {"path": str((workdir / "toy.csv").resolve()), "sha256": digest}
+    loaded = Forecaster.load(workdir / "toy")
+    assert main(["test", "--run_dir", "toy", "--report", "report.csv"]) == 0
+    expected = loaded.evaluate(workdir / "toy.csv", detail=True)
+    np.testing.assert_allclose(pd.read_csv(workdir / "report.csv")["value"], expected["value"], rtol=1e-12)
+    assert main(["predict", "--run_dir", "toy", "--output", "future.csv"]) == 0
+    np.testing.assert_allclose(pd.read_csv(workdir / "future.csv", index_col="date").to_numpy(),
+                               loaded.predict(workdir / "toy.csv").to_numpy(), rtol=1e-12)
+    capsys.readouterr()
+    assert main(["validate", "--run_dir", "toy"]) == 0
+    assert f"on {workdir / 'toy.csv'} over" in capsys.readouterr().out
+
+    write_series(workdir / "toy.csv", ROWS + 24)  # the file is edited after the fit
+    by_flags = ["--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32", "--data.label_len",
+                "16", "--data.pred_len", "8"]
+    for args in (["test", "--run_dir", "toy"], ["predict", "--run_dir", "toy", "--output", "changed.csv"],
+                 ["predict", *by_flags, "--run_dir", "toy", "--output", "changed.csv"]):
+        assert main(args) == 2
+        error = capsys.readouterr().err
+        assert (f"toy was fitted on {workdir / 'toy.csv'} (sha256 {digest}... then), which has changed since (sha256 "
+                f"{dataset_label('toy.csv').rpartition('@')[2]}... now). Fix: --input PATH") in error
+        assert "or `forecast fit` again" in error
+    assert not (workdir / "changed.csv").exists()
+    # other data, the file as it is now included, stays allowed when named
+    for args in (["predict", "--run_dir", "toy", "--input", "toy.csv", "--output", "changed.csv"],
+                 ["predict", *by_flags, "--run_dir", "toy", "--input", "toy.csv", "--output", "changed.csv"]):
+        assert main(args) == 0
+    (workdir / "toy.csv").unlink()
+    assert main(["validate", "--run_dir", "toy"]) == 2
+    assert f"(sha256 {digest}... then), which no longer exists. Fix: --input PATH" in capsys.readouterr().err
+
+
+def test_a_run_saved_before_runs_recorded_their_csv_file_is_used_as_before(workdir, capsys):
+    by_flags = ["--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32", "--data.label_len",
+                "16", "--data.pred_len", "8", "--run_dir", "old"]
+    assert main(["fit", *by_flags]) == 0
+    config = json.loads((workdir / "old" / "config.json").read_text())
+    del config["data_file"]
+    (workdir / "old" / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main(["validate", "--run_dir", "old"]) == 2
+    assert ("was fitted on 'toy', which is not a registered dataset, and records no CSV file (saved before runs kept "
+            "theirs, or fitted on a frame). Fix: pass the data with --input") in capsys.readouterr().err
+    write_series(workdir / "toy.csv", ROWS + 24)  # unchecked: the run holds no digest to check it against
+    assert main(["test", *by_flags]) == 0
+    assert main(["test", "--run_dir", "old", "--input", "toy.csv", "--report", "report.csv"]) == 0
+    assert "data_file" not in json.loads((workdir / "old" / "config.json").read_text())
 
 
 def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
