@@ -22,6 +22,7 @@ in the cache. ``datasets/README.md`` is the human catalogue of the same facts.
 from __future__ import annotations
 
 import gzip
+import functools
 import hashlib
 import http.client
 import logging
@@ -471,3 +472,19 @@ def load(
     frame["date"] = parse_dates(frame["date"], column="date", origin=Origin.of_file(file))
     frame.attrs[DATASET_ATTR] = info.name
     return frame
+
+
+def file_digest(path: Path) -> str:
+    """The first 10 hex digits of the sha256 of the bytes of file ``path``: what results keys and run folders name
+    a CSV file by (:func:`forecast.experiment.dataset_label`), and what a saved run records of the file it was
+    fitted on (:class:`forecast.predictor.DataFile`)."""
+    stat = path.stat()
+    return _file_digest(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
+    """Keyed by size and modification time too: a file is read once per version, not at every key lookup, and
+    an edited file is read again."""
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()[:10]

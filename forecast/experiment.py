@@ -21,7 +21,6 @@ checkpoints for the same run, and a smoke run (``max_epochs=1``) never stands fo
 from __future__ import annotations
 
 import dataclasses
-import functools
 import glob
 import hashlib
 import json
@@ -38,6 +37,7 @@ import forecast
 from forecast import datasets
 from forecast.api import Forecaster
 from forecast.data import DataConfig
+from forecast.datasets import file_digest
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
 from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor
@@ -46,8 +46,7 @@ from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_
 from forecast.machine import device_description
 from forecast.training import TrainingConfig, calibrate_on_validation, git_commit, load_checkpoint, test_windows
 
-__all__ = ["Experiment", "dataset_label", "file_digest", "row_key", "run_experiment", "run_name",
-           "runs_on_other_versions"]
+__all__ = ["Experiment", "dataset_label", "row_key", "run_experiment", "run_name", "runs_on_other_versions"]
 
 log = logging.getLogger(__name__)
 
@@ -67,21 +66,6 @@ def dataset_label(dataset: str) -> str:
     if not path.is_file():  # a run on it fails (the reader says why), so no row is written under this label
         return f"{path.stem}@missing"
     return f"{path.stem}@{file_digest(path)}"
-
-
-def file_digest(path: Path) -> str:
-    """The first 10 hex digits of the sha256 of the bytes of file ``path``: what :func:`dataset_label` names a
-    file by, and what a saved run records of the CSV file it was fitted on (:class:`forecast.predictor.DataFile`)."""
-    stat = path.stat()
-    return _file_digest(path.resolve(), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=32)
-def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
-    """Keyed by size and modification time too: a file is read once per version, not at every key lookup, and
-    an edited file is read again."""
-    with path.open("rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()[:10]
 
 
 @dataclass(frozen=True)

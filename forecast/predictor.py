@@ -191,7 +191,7 @@ def _write_json(path: Path, content: Mapping[str, Any]) -> None:
 @dataclasses.dataclass(frozen=True)
 class DataFile:
     """The CSV file a fit read: its resolved ``path`` and ``sha256``, the first 10 hex digits of the sha256 of its
-    bytes then (:func:`forecast.experiment.file_digest`). ``config.json`` keeps it as ``data_file``, so a saved
+    bytes then (:func:`forecast.datasets.file_digest`). ``config.json`` keeps it as ``data_file``, so a saved
     run can read its data again and tell whether the file changed since; the fitted state names the file by its
     stem only. ``None`` for other data (a registered name, a frame) and in a run saved before it was kept."""
 
@@ -201,19 +201,15 @@ class DataFile:
     @classmethod
     def of(cls, data: Table) -> DataFile | None:
         """The record of ``data`` if it is a file's path (not a registered dataset's name), else ``None``."""
-        from forecast.experiment import file_digest  # that module imports this one
-
         if not isinstance(data, (str, os.PathLike)) or (isinstance(data, str) and registry.find(data) is not None):
             return None
         path = Path(data)
-        return cls(str(path.resolve()), file_digest(path)) if path.is_file() else None
+        return cls(str(path.resolve()), registry.file_digest(path)) if path.is_file() else None
 
     def current_digest(self) -> str | None:
         """The digest of the file's bytes now (``None`` when it is gone)."""
-        from forecast.experiment import file_digest
-
         path = Path(self.path)
-        return file_digest(path) if path.is_file() else None
+        return registry.file_digest(path) if path.is_file() else None
 
 
 def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
