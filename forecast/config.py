@@ -86,7 +86,7 @@ TOP_LEVEL = ("seed", "recipe", "run_dir", "quantiles", "progress")
 DEFAULT_RUNS_DIR = Path("runs")
 # Benchmark config files are named <model>_<features>_<pred_len>.yaml, in a folder per dataset.
 CONFIG_NAME = re.compile(r"^(?P<model>.+)_(?P<features>M|S|MS)_(?P<pred_len>\d+)$")
-_BOOL_TAG, _FLOAT_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:float"
+_BOOL_TAG, _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
 # jsonargparse's name for how this package's parsers read --config files (config_parser).
 _PARSER_MODE = "forecast_yaml"
 
@@ -128,15 +128,24 @@ def trainer_option_names() -> tuple[str, ...]:
 class _Yaml12Loader(yaml.SafeLoader):
     """``yaml.SafeLoader`` reading plain scalars as YAML 1.2 does, like the command line: only ``true`` and
     ``false`` are booleans (YAML 1.1's ``no``, ``yes``, ``on``, ``off`` are the strings they look like: a column
-    named ``no`` in ``target: no``), and ``1e-4`` is a float (YAML 1.1 wants ``1.0e-4``)."""
+    named ``no`` in ``target: no``), ``1e-4`` is a float (YAML 1.1 wants ``1.0e-4``), and an integer is decimal
+    unless written ``0x``/``0o``: ``010`` is 10 (YAML 1.1: octal 8) and ``12:00`` the text (YAML 1.1: 720, base 60)."""
 
     yaml_implicit_resolvers = {
-        first: [(tag, pattern) for tag, pattern in resolvers if tag not in (_BOOL_TAG, _FLOAT_TAG)]
+        first: [(tag, pattern) for tag, pattern in resolvers if tag not in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG)]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        text = str(self.construct_scalar(node)).replace("_", "")
+        base = {"0x": 16, "0o": 8}.get(text[:2], 10)
+        return int(text[2:] if base != 10 else text, base)
+
 
 _Yaml12Loader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_Yaml12Loader.add_constructor(_INT_TAG, _Yaml12Loader.construct_yaml_int)
+_Yaml12Loader.add_implicit_resolver(_INT_TAG, re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+)$"),
+                                    list("-+0123456789"))
 _Yaml12Loader.add_implicit_resolver(  # after the int resolver, which keeps the integers
     _FLOAT_TAG, re.compile(r"^[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$"
                            r"|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"), list("-+0123456789."))

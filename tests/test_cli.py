@@ -469,6 +469,17 @@ def test_config_files_read_yaml_1_2_like_the_command_line(workdir, capsys):
     assert read_yaml(workdir / "words.yaml")["data"]["target"] == "no"  # sweep files are read alike
 
 
+def test_config_files_read_integers_as_yaml_1_2_and_the_command_line_do(workdir):
+    """YAML 1.1 read `010` as octal 8 (the command line's --seed 010 is 10) and `12:00` as 720 (base 60)."""
+    (workdir / "numbers.yaml").write_text("data:\n  target: 12:00\n  columns: [12:00, 010]\nseed: 010\n")
+    config = load_config(["tiny.yaml", "numbers.yaml"])
+    assert config.seed == load_config("tiny.yaml", ["--seed", "010"]).seed == 10
+    assert config.data["columns"] == load_config("tiny.yaml", ["--data.columns", "[12:00, 010]"]).data["columns"]
+    assert config.data["columns"] == ["12:00", 10] and config.data["target"] == "12:00"
+    assert read_yaml(workdir / "numbers.yaml")["data"]["columns"] == ["12:00", 10]  # sweep files are read alike
+    assert read_yaml(workdir / "numbers.yaml")["seed"] == 10
+
+
 def test_an_empty_config_file_sets_nothing_and_flags_are_not_blamed_on_the_file(workdir):
     (workdir / "empty.yaml").write_text("")
     (workdir / "comments.yaml").write_text("# nothing set yet\n")
