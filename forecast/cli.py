@@ -271,6 +271,7 @@ def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
     config, flags = _config("fit", tokens)
     run_dir = config.resolved_run_dir()
     forecaster = config.forecaster()
+    args.resume = flags["resume"]  # what a stop may say: the same command with --resume false starts over
     print(f"fitting {config.model} on {config.dataset} ({config.data['features']}, "
           f"{config.data['seq_len']}/{config.data['label_len']}/{config.data['pred_len']}), run directory {run_dir}",
           flush=True)
@@ -636,7 +637,14 @@ def with_command_line_flags(message: str, command: str) -> str:
 INTERRUPTED_EXIT_STATUS = 130  # what a shell reports for a process that Ctrl-C (SIGINT) ended
 # What a stopped command can pick up again: fit and sweep resume from the last checkpoint; the demo starts over.
 _RESUMES = {"fit": "; the same command resumes from the last checkpoint",
+            "fit --resume false": "; the same command without --resume false resumes from the last checkpoint (with "
+                                  "it, the fit starts over)",
             "sweep": "; the same command skips the finished runs and resumes the stopped one from its last checkpoint"}
+
+
+def _stopped_command(args: argparse.Namespace) -> str:
+    """The key of :data:`_RESUMES` for a stopped command: ``fit --resume false`` does not resume when repeated."""
+    return "fit --resume false" if args.command == "fit" and getattr(args, "resume", True) is False else args.command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -652,7 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"forecast: error: {with_command_line_flags(str(error), args.command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"forecast: interrupted{_RESUMES.get(args.command, '')}", file=sys.stderr)
+        print(f"forecast: interrupted{_RESUMES.get(_stopped_command(args), '')}", file=sys.stderr)
         return INTERRUPTED_EXIT_STATUS
     except SystemExit as stop:
         if type(stop) is SystemExit:  # --help, a parser's error: not Lightning's stop, whose class subclasses it
@@ -661,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if not stopped_by_sigterm(stop):
             raise
-        print(f"forecast: stopped by SIGTERM{_RESUMES.get(args.command, '')}", file=sys.stderr)
+        print(f"forecast: stopped by SIGTERM{_RESUMES.get(_stopped_command(args), '')}", file=sys.stderr)
         return SIGTERM_EXIT_STATUS
 
 

@@ -426,6 +426,20 @@ def test_fit_into_a_file_is_refused_and_resume_false_replaces_another_run(workdi
     assert Forecaster.load(workdir / "run").model_options["d_model"] == 8
 
 
+def test_ctrl_c_during_fit_resume_false_does_not_say_the_same_command_resumes(workdir, capsys, monkeypatch):
+    """Repeated, `fit --resume false` replaces the checkpoints the stopped fit left: it was told it would resume."""
+    def ctrl_c(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Forecaster, "fit", ctrl_c)
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 130
+    assert "interrupted; the same command resumes from the last checkpoint" in capsys.readouterr().err
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--resume", "false"]) == 130
+    error = capsys.readouterr().err
+    assert "the same command resumes" not in error
+    assert "the same command without --resume false resumes from the last checkpoint" in error
+
+
 def test_predict_without_a_fitted_run_says_how_to_fix_it(workdir, capsys):
     assert main(["predict", "--config", "tiny.yaml"]) == 2
     assert "forecast fit" in capsys.readouterr().err
