@@ -88,6 +88,9 @@ def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str,
     else:
         datamodule = forecaster.windows_of(data, split=split, windows=windows)
     if require_bool("by_series", by_series):
+        if require_bool("detail", detail):  # the breakdown by series has no per-step rows: detail was dropped
+            raise ConfigError("evaluate(detail=True, by_series=True): the breakdown by series is one row of MSE "
+                              "and MAE per series, with no per-horizon or per-variable report. Fix: give either.")
         return series_report(predictor.model, predictor.fitted_state, datamodule.test_dataloader())
     test_windows(module, datamodule, options.training, callbacks=options.callbacks, progress=options.progress)
     assert module.test_report is not None

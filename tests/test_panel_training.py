@@ -312,6 +312,8 @@ def test_evaluation_pools_every_series_and_breaks_down_by_series():
     start, end = dm.borders["s2"]["test"]
     errors = [rows[i + 12:i + 16] - rows[i + 11] for i in range(start, end - 16 + 1)]
     assert by_series.loc["s2", "mse_orig"] == pytest.approx(np.mean(np.square(errors)), rel=1e-5)
+    with pytest.raises(ConfigError, match=r"detail=True, by_series=True.*Fix: give either"):  # detail was dropped
+        fc.evaluate(by_series=True, detail=True)
 
 
 def test_plots_of_a_panel_name_their_series():
