@@ -301,9 +301,10 @@ def _destination(run: _FittedRun, flag: str, default: str) -> Path:
     if destination.suffix.lower() != ".csv":  # written as CSV whatever the name says
         raise ConfigError(f"--{flag} {destination}: {run.command} writes CSV. Fix: name a .csv file, e.g. "
                           f"{destination.with_suffix('.csv')}.")
-    if destination.exists() and Path(run.data).exists() and destination.samefile(run.data):
-        raise ConfigError(f"--{flag} {destination} is the data this command reads; writing it would destroy it. "
-                          "Fix: name another file.")
+    for source, which in ((run.data, ""), (run.flags.get("future_covariates"), " (--future_covariates)")):
+        if source and destination.exists() and Path(source).exists() and destination.samefile(source):
+            raise ConfigError(f"--{flag} {destination} is the data this command reads{which}; writing it would destroy "
+                              "it. Fix: name another file.")
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -359,6 +359,11 @@ def test_a_panel_config_fits_and_predicts_through_the_command_line(tmp_path, mon
     assert list(written.columns) == ["store", "date", "sales"] and len(written) == 3 * WINDOWS["pred_len"]
     assert main(["predict", "--config", "panel.yaml", "--run_dir", "run"]) != 0  # no calendar: refused, by name
     assert "future covariates" in capsys.readouterr().err
+    calendar = Path("calendar.csv").read_text()  # the forecast written over the calendar it was read from
+    assert main(["predict", "--config", "panel.yaml", "--run_dir", "run", "--future_covariates", "calendar.csv",
+                 "--output", "calendar.csv"]) == 2
+    assert "is the data this command reads (--future_covariates)" in capsys.readouterr().err
+    assert Path("calendar.csv").read_text() == calendar
     assert main(["splits", "stores.csv", "--id-column", "store", "--target", "sales", "--seq-len", "12",
                  "--label-len", "6", "--pred-len", "4"]) == 0
     summary = capsys.readouterr().out
