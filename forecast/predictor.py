@@ -568,6 +568,9 @@ class Predictor:
         Other files in the directory (checkpoints, logs) are left alone.
         """
         directory = Path(path)
+        if directory.exists() and not directory.is_dir():  # mkdir's FileExistsError named no fix
+            raise ConfigError(f"save({str(path)!r}): {directory} is a file; a saved forecaster is a folder "
+                              "(config.json, scaler.json, model.pt). Fix: name a folder.")
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
         _write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))

@@ -298,6 +298,10 @@ def test_load_refuses_directories_that_are_not_forecasters(tmp_path, fitted):
     (directory / "model.pt").unlink()
     with pytest.raises(ConfigError, match="model.pt"):
         Forecaster.load(directory)
+    (tmp_path / "notes.csv").write_text("kept\n")  # save() into a file: was mkdir's FileExistsError
+    with pytest.raises(ConfigError, match=r"notes.csv is a file; a saved forecaster is a folder.*Fix: name a folder"):
+        fitted.save(tmp_path / "notes.csv")
+    assert (tmp_path / "notes.csv").read_text() == "kept\n"
 
 
 class _FailsAtFirstStep(Callback):
