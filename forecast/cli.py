@@ -538,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, run in (("fit", _fit), ("validate", _validate), ("test", _test), ("predict", _predict)):
         _config_command(commands, name, run)
+    commands.choices["fit"].set_defaults(resume=True)  # _fit sets what --resume said: a stop's message reads it
 
     sweep = commands.add_parser("sweep", allow_abbrev=False,
                                 help="run datasets x models x horizons x seeds, one results row per run",
@@ -645,7 +646,7 @@ _RESUMES = {"fit": "; the same command resumes from the last checkpoint",
 
 def _stopped_command(args: argparse.Namespace) -> str:
     """The key of :data:`_RESUMES` for a stopped command: ``fit --resume false`` does not resume when repeated."""
-    return "fit --resume false" if args.command == "fit" and getattr(args, "resume", True) is False else args.command
+    return "fit --resume false" if args.command == "fit" and not args.resume else args.command
 
 
 def main(argv: Sequence[str] | None = None) -> int:

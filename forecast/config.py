@@ -391,7 +391,8 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     source = ", ".join(map(str, files)) + (" and the command line" if files and flags else "") or "<command line>"
     # A file holding no YAML document (empty, or comments only) sets nothing: jsonargparse would refuse it.
     paths = [path for path in files[:len(paths)] if read_yaml(path)]
-    tokens = [token for token in tokens if not (token.startswith("--config=") and not read_yaml(token[9:]))]
+    tokens = [token for token in tokens
+              if not (token.startswith("--config=") and not read_yaml(token[len("--config="):]))]
     model, recipe = _named_model_and_recipe(paths, tokens)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,
