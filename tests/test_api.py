@@ -247,6 +247,21 @@ def test_a_forecaster_fitted_in_a_time_zone_reads_other_zones_into_it(frame, tmp
     pd.testing.assert_frame_equal(loaded.predict(zoned), expected)
 
 
+def test_a_file_written_in_a_daylight_saving_zone_fits_and_forecasts_its_instants(frame, tmp_path):
+    """A Europe/Paris series saved by to_csv across the March change (offsets +01:00, then +02:00) was refused as
+    mixing time zones; read as UTC instants, it fits, and the same instants in another form forecast alike."""
+    local = frame.assign(date=pd.date_range("2024-03-20", periods=len(frame), freq="h", tz="Europe/Paris"))
+    path = tmp_path / "paris.csv"
+    local.to_csv(path, index=False)
+    fc = Forecaster("informer", **WINDOW, max_epochs=1, limit_train_batches=2, limit_val_batches=1,
+                    **tiny("informer")).fit(path)
+    assert fc.fitted_state.freq == "h" and fc.fitted_state.prepare_options["time_zone"] == "UTC"
+    expected = fc.predict(path)
+    assert expected.index.equals(future_index(local).tz_convert("UTC"))
+    for same in (local, local.assign(date=local["date"].dt.tz_convert("Asia/Tokyo")), local.set_index("date")):
+        pd.testing.assert_frame_equal(fc.predict(same), expected)
+
+
 def test_loaded_forecaster_refuses_data_with_other_columns(fitted, frame, csv, tmp_path):
     loaded = Forecaster.load(fitted.save(tmp_path / "model"))
     with pytest.raises(DataError, match=r"'c'.*'b'|'b'.*'c'"):

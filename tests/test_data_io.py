@@ -416,6 +416,26 @@ def test_time_zone_aware_dates_are_kept():
     assert str(series.dates.tz) == "Europe/Berlin"
 
 
+def test_a_file_written_in_a_daylight_saving_zone_reads_as_utc_instants(tmp_path, caplog):
+    """pandas writes a Europe/Paris index with the offset of each row (+01:00, then +02:00 after the March
+    change): the file was refused as mixing time zones, though every row names one instant."""
+    local = pd.date_range("2024-03-29", periods=96, freq="h", tz="Europe/Paris")
+    path = tmp_path / "paris.csv"
+    pd.DataFrame({"date": local, "OT": np.arange(96.0)}).to_csv(path, index=False)
+    assert {"+01:00", "+02:00"} <= {line[19:25] for line in path.read_text().splitlines()[1:]}
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"):
+        series = prepare_series(path)
+    assert series.dates.equals(local.tz_convert("UTC")) and series.freq == pd.tseries.frequencies.to_offset("h")
+    assert caplog.text.count("offsets vary (e.g. daylight saving)") == 1
+    # Timestamps without a zone among zoned ones name no instant: still refused.
+    text = path.read_text().splitlines()
+    text[5] = text[5][:19] + text[5][25:]  # the offset cut
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(UnparsableDateError, match=r"date column 'date' mixes zoned and unzoned timestamps: row 4 "
+                                                  r"\(line 6 of the file\) holds '2024-03-29 04:00:00', .*Fix:"):
+        prepare_series(path)
+
+
 @pytest.mark.parametrize("policy", ["ffill", "interpolate", "zero"])
 def test_fill_policies_match_pandas(policy):
     frame = make_frame(n=12)

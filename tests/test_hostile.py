@@ -37,6 +37,7 @@ from forecast.errors import (
     NonFiniteValueError,
     NonNumericColumnError,
     UnparsableDateError,
+    UnsortedTimestampError,
 )
 from forecast.experiment import Experiment, run_experiment
 from forecast.layers.attention import ATTENTIONS
@@ -115,10 +116,11 @@ def hostile_frames(draw) -> tuple[pd.DataFrame, frozenset[str]]:
         if "one_zone" in corruptions:
             frame["date"] = frame["date"].dt.tz_localize(draw(st.sampled_from(["UTC", "Europe/Paris"])),
                                                          ambiguous="NaT", nonexistent="NaT")
-        if "mixed_zones" in corruptions:
+        if "mixed_zones" in corruptions:  # one timestamp without the zone the others carry: it names no instant
             zoned = frame["date"] if frame["date"].dt.tz is not None else frame["date"].dt.tz_localize("UTC")
             stamps = list(zoned)
-            stamps[cell()[0]] = stamps[0].tz_convert("Asia/Tokyo")
+            row = cell()[0]
+            stamps[row] = stamps[row].tz_localize(None)
             frame["date"] = pd.Series(stamps, index=frame.index, dtype=object)
         if "date_text" in corruptions:
             row = cell()[0]
@@ -317,11 +319,14 @@ def test_specific_table_errors():
     with pytest.raises(NonNumericColumnError, match="complex"):
         WindowDataModule(complex_values, **WINDOW).setup()
     stamps = list(frame["date"].dt.tz_localize("UTC"))
-    stamps[5] = stamps[5].tz_convert("Asia/Tokyo")
-    with pytest.raises(UnparsableDateError, match="mixes time zones"):
+    stamps[5] = stamps[5].tz_convert("Asia/Tokyo")  # the same instant in another zone: read as UTC
+    zones = WindowDataModule(frame.assign(date=pd.Series(stamps, dtype=object)), **WINDOW)
+    assert zones.fitted.prepare_options["time_zone"] == "UTC"
+    stamps[5] = stamps[5].tz_localize(None)
+    with pytest.raises(UnparsableDateError, match="mixes zoned and unzoned timestamps: row 5"):
         WindowDataModule(frame.assign(date=pd.Series(stamps, dtype=object)), **WINDOW).setup()
     offsets = frame["date"].astype(str) + np.where(np.arange(60) % 2, "+00:00", "+02:00")
-    with pytest.raises(UnparsableDateError, match="mixes time zones"):
+    with pytest.raises(UnsortedTimestampError, match="go backwards"):  # as instants, they do
         WindowDataModule(frame.assign(date=offsets), **WINDOW).setup()
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "semicolons.csv"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -382,15 +383,45 @@ def to_zone(dates: pd.DatetimeIndex, time_zone: str | None, *, column: Hashable,
     return dates.tz_convert(time_zone)
 
 
-def _mixes_time_zones(raw: pd.Series) -> bool:
-    """Whether the values are timestamps that parse once converted to UTC (so only their zones differ)."""
+def _as_utc(raw: pd.Series) -> pd.Series | None:
+    """The values as UTC instants when every one parses so (one without a zone read as UTC), else ``None``."""
+    # The first value's format, else ISO 8601's variants: one with an offset and one without are two formats.
+    for date_format in (None, "ISO8601"):
+        try:
+            with warnings.catch_warnings():
+                # pandas warns when the first value gives no format; a probe's answer is the instants or None.
+                warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
+                parsed = pd.to_datetime(raw, utc=True, format=date_format)
+        except (ValueError, TypeError, OverflowError):
+            continue
+        return None if pd.isna(parsed).any() else parsed
+    return None
+
+
+_DIGITS = re.compile(r"\d")
+
+
+def _zoned(value: object) -> bool:
     try:
-        with warnings.catch_warnings():
-            # pandas warns when the first value gives no format; a probe's answer is True or False.
-            warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
-            return not pd.isna(pd.to_datetime(raw, utc=True)).any()
+        return pd.Timestamp(value).tzinfo is not None
     except (ValueError, TypeError, OverflowError):
         return False
+
+
+def _zoned_rows(raw: pd.Series) -> np.ndarray:
+    """``[T]`` bool: whether each value carries a time zone or UTC offset."""
+    shapes: dict[str, bool] = {}
+    zoned = np.zeros(len(raw), dtype=bool)
+    for position, value in enumerate(raw):
+        if isinstance(value, str):
+            # Text written alike but for its digits carries an offset alike: one value of each shape tells.
+            shape = _DIGITS.sub("0", value)
+            if shape not in shapes:
+                shapes[shape] = _zoned(value)
+            zoned[position] = shapes[shape]
+        else:
+            zoned[position] = _zoned(value)
+    return zoned
 
 
 def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.Series:
@@ -401,17 +432,27 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
             warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
             return pd.to_datetime(raw)
     except (ValueError, TypeError, OverflowError) as strict_error:
-        if _mixes_time_zones(raw):
-            raise UnparsableDateError(
-                f"{origin.label}: date column {column!r} mixes time zones or UTC offsets (or zoned and "
-                "unzoned timestamps), so its steps are ambiguous. Fix: convert it to one zone first, e.g. "
-                "df[col] = pd.to_datetime(df[col], utc=True), then .dt.tz_convert(<zone>) if wanted."
-            ) from strict_error
         # Variants of ISO 8601 ('2021-01-01 03:00', '2021-01-01T04:00') read one way only.
         try:
             return pd.to_datetime(raw, format="ISO8601")
         except (ValueError, TypeError, OverflowError):
             pass
+        as_utc = _as_utc(raw)
+        zoned = _zoned_rows(raw) if as_utc is not None else np.zeros(0, dtype=bool)
+        if zoned.any():
+            if zoned.all():
+                # Each row's offset names one instant (a daylight-saving zone written by to_csv changes it twice a
+                # year): UTC is the one clock on which they all keep their steps.
+                logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps "
+                            "are read, and forecasts written, in UTC.", origin.label, column)
+                return as_utc
+            unzoned = int(np.flatnonzero(~zoned)[0])
+            raise UnparsableDateError(
+                f"{origin.label}: date column {column!r} mixes zoned and unzoned timestamps: "
+                f"{origin.row(unzoned, raw.index)} holds {raw.iloc[unzoned]!r}, without the time zone or UTC offset "
+                "other rows carry, so it names no instant. Fix: give every row its offset, or, if the unzoned ones "
+                "are UTC times, read the column with df[col] = pd.to_datetime(df[col], utc=True)."
+            ) from strict_error
         # Rows that are no date in any format are reported by the caller, row by row.
         try:
             parsed = pd.to_datetime(raw, format="mixed", errors="coerce")
