@@ -436,6 +436,17 @@ def test_a_file_written_in_a_daylight_saving_zone_reads_as_utc_instants(tmp_path
         prepare_series(path)
 
 
+@pytest.mark.parametrize(("zone", "example"), [("Europe/Paris", "e.g. 'Europe/Paris' for its local times or 'UTC';"),
+                                               ("UTC", "e.g. 'UTC' for UTC times;")])
+def test_timestamps_without_the_fitted_zone_are_refused_with_the_fix(zone, example):
+    """With a fit in UTC, the fix offered "'UTC' for its local times or 'UTC'"."""
+    with pytest.raises(DataError) as caught:
+        prepare_series(make_frame(), time_zone=zone)
+    assert (f"date column 'date' has no time zone, but the fitted data's timestamps are in {zone!r}. Fix: give them "
+            f"their zone, df['date'] = df['date'].dt.tz_localize(<their zone>), {example} any zone is converted to "
+            f"{zone!r}.") in str(caught.value)
+
+
 @pytest.mark.parametrize("policy", ["ffill", "interpolate", "zero"])
 def test_fill_policies_match_pandas(policy):
     frame = make_frame(n=12)

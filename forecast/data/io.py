@@ -372,10 +372,11 @@ def to_zone(dates: pd.DatetimeIndex, time_zone: str | None, *, column: Hashable,
             f"df[{column!r}] = df[{column!r}].dt.tz_convert('<that zone>').dt.tz_localize(None)."
         )
     if dates.tz is None:
+        example = "'UTC' for UTC times" if time_zone == "UTC" else f"{time_zone!r} for its local times or 'UTC'"
         raise DataError(
             f"{origin.label}: date column {column!r} has no time zone, but {whose} timestamps are in "
             f"{time_zone!r}. Fix: give them their zone, df[{column!r}] = df[{column!r}].dt.tz_localize(<their "
-            f"zone>), e.g. {time_zone!r} for its local times or 'UTC'; any zone is converted to {time_zone!r}."
+            f"zone>), e.g. {example}; any zone is converted to {time_zone!r}."
         )
     if str(dates.tz) != time_zone:
         logger.info("%s: date column %r converted from time zone %r to %r, that of %s timestamps.",
