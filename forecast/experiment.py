@@ -37,6 +37,7 @@ import forecast
 from forecast import datasets
 from forecast.api import Forecaster
 from forecast.data import DataConfig
+from forecast.data.splits import split_key
 from forecast.datasets import file_digest
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
@@ -138,6 +139,8 @@ class Experiment:
         dataset's own (any target of a CSV path) and a time encoding other than ``timeF``; the defaults
         are left out, so the keys of runs that use them stay what they were."""
         options = dict(self.data_options)
+        if "split" in options:  # '2023-01-18' and '2023-01-18 00:00:00' are one split: one run
+            options["split"] = split_key(options["split"])
         info = datasets.find(self.dataset)
         if self.target is not None and (info is None or self.target != info.target):
             options["target"] = self.target

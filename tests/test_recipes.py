@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 
+import pandas as pd
 import pytest
 
 from forecast import Forecaster
 from forecast.config import RunConfig
+from forecast.data.splits import DateSplit, FractionSplit, RowSplit
 from forecast.errors import ConfigError
 from forecast.experiment import Experiment
 from forecast.recipes import DEFAULT_RECIPE, RECIPES, RESULT_SETTINGS, get_recipe, training_differences
@@ -115,6 +118,31 @@ def test_another_target_or_time_encoding_is_a_different_run_and_the_registered_t
         "target": "HUFL", "time_encoding": "fixed"}
     csv_run = Experiment("data/sales.csv", "dlinear", 96, 48, 24, target="y")  # a file has no registered target
     assert json.loads(csv_run.key()["data"]) == {"target": "y"}
+
+
+def test_one_split_written_two_ways_is_one_run_and_canonical_splits_keep_their_keys():
+    """A date split given as '2023-01-18' and as '2023-01-18 00:00:00' (the same instants) named two runs."""
+    def split_run(split):
+        return Experiment.from_recipe("improved", "informer", {}, {}, dataset="ETTh1", seq_len=96, label_len=48,
+                                      pred_len=96, data_options={"split": split})
+
+    forms = {
+        ("2023-01-18", "2023-02-01 06:00:00"): [["2023-01-18 00:00:00", "2023-02-01 06:00"],
+                                                 (datetime.date(2023, 1, 18), datetime.datetime(2023, 2, 1, 6)),
+                                                 DateSplit(pd.Timestamp("2023-01-18"), "2023-02-01T06:00:00.000")],
+        ("2023-01-18 00:00:00+00:00", "2023-02-01 00:00:00+00:00"): [["2023-01-18T01:00+01:00", "2023-02-01T00:00Z"]],
+        (8640, 11520, 14400): [RowSplit(8640, 11520, 14400)],
+        (0.6, 0.2, 0.2): [FractionSplit(0.6, 0.2, 0.2)],
+        "ett_hour": [],
+    }
+    for canonical, others in forms.items():
+        written = list(canonical) if isinstance(canonical, tuple) else canonical
+        run = split_run(written)
+        # The form a run's key already held: its results rows and run folder keep their names.
+        assert run.key()["data"] == json.dumps({"split": written})
+        for other in others:
+            assert split_run(other).key() == run.key() and split_run(other).run_name() == run.run_name(), other
+    assert split_run(["2023-01-18", "2023-02-02"]).run_name() != split_run(["2023-01-18", "2023-02-01"]).run_name()
 
 
 def test_a_smoke_run_row_never_marks_the_real_run_done(tmp_path):

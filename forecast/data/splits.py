@@ -186,6 +186,32 @@ def resolve_split(spec: SplitLike) -> tuple[str, Split]:
     raise ConfigError(f"split={spec!r}: Fix: use {_SPLIT_FORMS}.")
 
 
+def _border_text(stamp: pd.Timestamp) -> str:
+    """A date border as a run's key writes it: the date alone at midnight without a zone (as YAML's dates read),
+    else pandas' text of the time, in UTC for one with a zone (an instant, whatever zone it was written in)."""
+    if stamp.tzinfo is not None:
+        return str(stamp.tz_convert("UTC"))
+    return str(stamp.date()) if stamp == stamp.normalize() else str(stamp)
+
+
+def split_key(spec: object) -> object:
+    """``spec`` as a run's key writes it: one form for one split, however it was given (``'2023-01-18'``,
+    ``'2023-01-18 00:00:00'``, a date and a :class:`DateSplit` of it are one border). The forms keys held before
+    stay as they were: a name, three row ends or fractions, YAML's dates. A spec :func:`resolve_split` refuses is
+    kept as given: the fit reports it."""
+    try:
+        _, split = resolve_split(spec)
+    except ConfigError:
+        return spec
+    if isinstance(spec, str):
+        return spec
+    if isinstance(split, DateSplit):
+        return [_border_text(split.val_start), _border_text(split.test_start)]
+    if isinstance(split, RowSplit):
+        return [int(split.train_end), int(split.val_end), int(split.test_end)]
+    return [float(split.train), float(split.val), float(split.test)]
+
+
 def window_count(rows: int, seq_len: int, pred_len: int) -> int:
     """Windows in a block of ``rows`` rows (never negative)."""
     return max(rows - seq_len - pred_len + 1, 0)
