@@ -313,6 +313,14 @@ def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys)
     assert "split dates" in out and "2022-03-12 00:00:00" in out
 
 
+def test_splits_names_the_protocol_a_file_is_too_short_for(workdir, capsys):
+    """The message called the protocol asked for 'rows' (the kind of split it resolves to)."""
+    assert main(["splits", "toy.csv", "--split", "ett_hour"]) == 2
+    err = capsys.readouterr().err
+    assert (f"toy.csv: split 'ett_hour' ends its test block at row 14400 but the series has {ROWS} rows. Fix: use "
+            "split='ratio' (70/10/20)") in err and "'rows'" not in err
+
+
 def test_splits_reads_the_data_with_the_options_fit_takes(workdir, capsys):
     """`forecast splits` takes fit's data options (its definitions, without the data. prefix)."""
     frame = write_series(workdir / "gappy.csv")

@@ -476,6 +476,13 @@ def test_user_split_and_too_short_split_errors():
     assert dm.borders == {"train": (0, 100), "val": (88, 150), "test": (138, 200)}
     with pytest.raises(SeriesTooShortError, match="the val split has 15 rows"):
         make_module(split=(180, 183, 200)).setup()
+    # Each named as it was asked for (the protocol was called 'rows', the kind of split it resolves to).
+    with pytest.raises(SeriesTooShortError, match=r"split 'ett_hour' ends its test block at row 14400 but the series "
+                                                  r"has 200 rows\. Fix: .*the full file it was drawn for"):
+        make_module(split="ett_hour").setup()
+    with pytest.raises(SeriesTooShortError, match=r"the row split \(100, 150, 250\) ends its test block at row 250 "
+                                                  r"but the series has 200 rows\. Fix: .*row ends or dates within"):
+        make_module(split=[100, 150, 250]).setup()
 
 
 def test_validation_options_reach_the_series():

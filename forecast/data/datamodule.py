@@ -178,8 +178,10 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     if given is not None:  # other data scored by a fitted model: its variables by name, in the fitted order
         series = given.select(series)
     split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
-    split_protocol, split = resolve_split(split_spec)
-    borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split, source=series.source, dates=series.dates)
+    split_protocol, _ = resolve_split(split_spec)
+    # The split as asked for, not as resolved: its messages name the protocol ('ett_hour'), not its kind ('rows').
+    borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split_spec, source=series.source,
+                            dates=series.dates)
     options = {**options, "freq": series.freq.freqstr, "target": series.target, "date_column": series.date_column,
                "columns": list(cfg.columns) if cfg.columns is not None else None, "date_format": series.date_format,
                "time_zone": zone_name(series.dates)}
@@ -203,8 +205,9 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
                "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
                "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
     panel = prepare_panel(source.data, **options, **_recorded_reading(given))
-    split_protocol, split = resolve_split(cfg.split if cfg.split is not None else "ratio")
-    borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split)
+    split_spec = cfg.split if cfg.split is not None else "ratio"
+    split_protocol, _ = resolve_split(split_spec)
+    borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split_spec)
     options = {**options, "freq": panel.freq.freqstr, "date_column": panel.date_column,
                "date_format": panel.date_format, "time_zone": panel.time_zone}
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)

@@ -47,12 +47,15 @@ class RowSplit:
                 "(train_end, val_end, test_end), each split owning the rows up to its end."
             )
 
-    def owned_ends(self, n_rows: int, *, source: str = "<DataFrame>", name: str = "custom") -> tuple[int, int, int]:
+    def owned_ends(self, n_rows: int, *, source: str = "<DataFrame>", name: str = "rows") -> tuple[int, int, int]:
+        """The row ends, checked against a series of ``n_rows`` rows; ``name``: the protocol asked for, if one."""
         if self.test_end > n_rows:
+            ends = (self.train_end, self.val_end, self.test_end)
+            protocol = name in SPLIT_PROTOCOLS
             raise SeriesTooShortError(
-                f"{source}: split {name!r} ends its test block at row {self.test_end} but the "
-                f"series has {n_rows} rows. Fix: use split='ratio' (70/10/20), row ends within "
-                "the series, or the full file."
+                f"{source}: {f'split {name!r}' if protocol else f'the row split {ends}'} ends its test block at "
+                f"row {self.test_end} but the series has {n_rows} rows. Fix: use split='ratio' (70/10/20), row ends "
+                f"or dates within the series, or the full file{' it was drawn for' if protocol else ''}."
             )
         return self.train_end, self.val_end, self.test_end
 
