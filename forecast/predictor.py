@@ -30,12 +30,13 @@ from torch import nn
 
 import forecast
 from forecast import datasets as registry
-from forecast.checks import require_int
+from forecast.checks import require_choice, require_int
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.panel import Panel
+from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
@@ -442,6 +443,8 @@ class Predictor:
 
     def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
         """One dataset window as a batch of one, with its lookback and label+horizon timestamps."""
+        # evaluate's choices: the data module's 'predict' is another split's windows under its loader's name.
+        require_choice("split", split, SPLIT_NAMES)
         datamodule = self.require_data("a window of the data")
         window = require_int("window", window)
         dataset = datamodule.dataset(split)
@@ -498,8 +501,8 @@ class Predictor:
         Default: the real future after the last row of ``df`` (default the fitted
         data) with the last ``history`` rows (default ``seq_len``); for a panel, of the
         series ``series``, with the ``future_covariates`` of :meth:`predict`. With ``window=i``:
-        the forecast of window ``i`` of the fitted data's ``split`` (a panel's windows of every
-        series in turn) against the truth, with its lookback as history. ``columns`` picks
+        the forecast of window ``i`` of the fitted data's ``split`` (``'train'``, ``'val'`` or ``'test'``; a
+        panel's windows of every series in turn) against the truth, with its lookback as history. ``columns`` picks
         variables (a name or a list; default all outputs). ``history`` also shortens a window's lookback.
         """
         fitted = self.fitted_state

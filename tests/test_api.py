@@ -6,6 +6,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -643,6 +644,18 @@ def test_plot_returns_figures_of_the_future_and_of_test_windows(fitted, frame):
             fitted.plot(**bad)
     with pytest.raises(ConfigError, match="future covariates were given.*wide table"):
         fitted.predict(frame, future_covariates=frame)
+
+
+def test_a_window_split_offers_the_splits_evaluate_takes(fitted):
+    """plot and attention_weights listed 'predict' (the data module's loader, whose windows are another split's)
+    among the valid splits, a split evaluate refuses; they now take and offer the same three."""
+    for call in (fitted.plot, fitted.predictor.plot, fitted.attention_weights):
+        for split in ("bogus", "predict"):
+            with pytest.raises(ConfigError, match=re.escape(f"split must be one of ('train', 'val', 'test'), got "
+                                                            f"split={split!r}")):
+                call(window=0, split=split)
+    with pytest.raises(ConfigError, match=re.escape("windows must be one of ('train', 'val', 'test')")):
+        fitted.evaluate(windows="predict")
 
 
 def test_attention_weights_come_per_encoder_layer(fitted):
