@@ -291,3 +291,22 @@ def test_a_future_covariates_table_is_read_whole_and_only_its_forecast_steps_use
     history.loc[1, "promo"] = "?"
     with pytest.raises(NonNumericColumnError, match=r"future covariates <DataFrame>: column 'promo'.*row 1 holds '\?'"):
         future_covariate_rows(panel, pd.concat([history, future], ignore_index=True), steps)
+
+
+def test_a_daylight_saving_csv_puts_every_series_on_one_clock(tmp_path, caplog):
+    """pandas writes a Paris panel with each row's offset: a series across the March change reads as UTC instants
+    (its offsets vary), one within winter as a fixed +01:00. Left so, the panel recorded no zone and new data for
+    the winter series that crossed the change was read on another clock; every series is now in UTC, and logged."""
+    spring = pd.date_range("2024-03-25", periods=200, freq="h", tz="Europe/Paris")  # crosses 31 March
+    winter = pd.date_range("2024-01-10", periods=200, freq="h", tz="Europe/Paris")
+    frame = pd.concat([pd.DataFrame({"unique_id": "a", "ds": spring, "y": np.arange(200.0)}),
+                       pd.DataFrame({"unique_id": "b", "ds": winter, "y": np.arange(200.0)})])
+    path = tmp_path / "paris.csv"
+    frame.to_csv(path, index=False)
+    with caplog.at_level("INFO", logger="forecast"):
+        panel = prepare_panel(path, id_column="unique_id", target="y")
+    assert panel.time_zone == "UTC"
+    assert panel["a"].dates.equals(spring.tz_convert("UTC")) and panel["b"].dates.equals(winter.tz_convert("UTC"))
+    assert "series 'b'" in caplog.text and "read in UTC" in caplog.text
+    rereading = prepare_panel(frame, id_column="unique_id", target="y", time_zone=panel.time_zone)  # new data
+    assert [series.dates.equals(mine.dates) for series, mine in zip(rereading.series, panel.series)] == [True, True]

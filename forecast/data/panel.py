@@ -20,8 +20,9 @@ checks a panel; :class:`~forecast.data.WindowDataModule` cuts windows from it (`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ import pandas as pd
 from forecast.checks import require_choice
 from forecast.data.io import (
     FILL_POLICIES,
+    NAIVE,
     Origin,
     Table,
     _fill_non_finite,
@@ -59,6 +61,8 @@ from forecast.errors import (
 )
 
 __all__ = ["Panel", "PanelSeries", "panel_borders", "panel_windows", "prepare_panel"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,18 @@ def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Orig
     return values
 
 
+def _on_one_clock(series: list[PanelSeries], label: str) -> list[PanelSeries]:
+    """Zoned series in several zones, all in UTC: a file written from a daylight-saving zone reads a series across
+    the change as UTC instants and one within a season at its fixed offset, and a fit records one zone only."""
+    zones = {series_zone for one in series if (series_zone := zone_name(one.dates)) != NAIVE}
+    if len(zones) < 2 or any(one.dates.tz is None for one in series):
+        return series
+    moved = [one.id for one in series if zone_name(one.dates) != "UTC"]
+    logger.info("%s: the series' timestamps are in %d time zones or UTC offsets (e.g. daylight saving), so series "
+                "%s are read in UTC, as the others.", label, len(zones), ", ".join(map(repr, moved)))
+    return [replace(one, dates=one.dates.tz_convert("UTC")) for one in series]
+
+
 def prepare_panel(
     data: Table,
     *,
@@ -266,6 +282,7 @@ def prepare_panel(
                                   _static_values(rows, covariates["static_covariates"], where)))
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
+    series = _on_one_clock(series, origin.label)
     return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
                  covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series),
                  date_format)
