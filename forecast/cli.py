@@ -345,6 +345,8 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
 
 # --------------------------------------------------------------- sweep and report
 
+DEFAULT_PUBLISHED = Path("published.csv")  # forecast report's figures where the folder has them
+
 
 def _set_override(item: str) -> tuple[str, Any]:
     """``--set KEY=VALUE`` as ``(KEY, VALUE)``: a JSON value (``4``, ``[3, 2, 1]``, ``true``, ``null``) as
@@ -402,7 +404,9 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
 
     if extra:
         raise ConfigError(f"forecast report: unexpected arguments {extra}.")
-    body = render_report(args.results_dir, args.configs_dir, args.published)
+    # The defaults suit a folder laid out like experiments/; a project's own data has no published figures.
+    published = args.published or (DEFAULT_PUBLISHED if DEFAULT_PUBLISHED.is_file() else None)
+    body = render_report(args.results_dir, args.configs_dir, published)
     if args.readme:
         readme = Path(args.readme)
         if not readme.is_file():
@@ -574,9 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="Markdown tables of the results next to the published numbers")
     report.add_argument("--results_dir", type=Path, default=Path("results"), help="default results")
     report.add_argument("--configs_dir", type=Path, default=Path("configs"), help="default configs")
-    report.add_argument("--published", type=Path, default=Path("published.csv"),
-                        help="the published figures (default published.csv; the repository's: "
-                             "experiments/published.csv)")
+    report.add_argument("--published", type=Path, default=None,
+                        help="the published figures to compare with (default published.csv if there is one, else "
+                             "none: our numbers alone; the repository's: experiments/published.csv)")
     destination = report.add_mutually_exclusive_group()
     destination.add_argument("--readme", default=None, metavar="FILE.md",
                              help="rewrite the block between <!-- results:begin --> and <!-- results:end -->")

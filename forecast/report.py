@@ -1,6 +1,7 @@
 """Markdown results tables: our runs side by side with the published numbers.
 
     forecast report --results_dir R --configs_dir C --published P      # print the tables
+    forecast report --results_dir R --configs_dir C                     # a project's own: no published figures
     forecast report ... --readme experiments/README.md                 # rewrite the block between its markers
 
 Two kinds of table, from the results CSVs (one row per run, :mod:`forecast.results`):
@@ -325,22 +326,29 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
 
 
 def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.PathLike[str],
-                  published: str | os.PathLike[str]) -> str:
-    """The whole Markdown report: summary tables, then detail tables."""
+                  published: str | os.PathLike[str] | None = None) -> str:
+    """The whole Markdown report: summary tables, then detail tables; beside the published figures of
+    ``published`` (:func:`read_published`), or ours alone when ``None`` (a project's own data has none)."""
     from forecast import datasets
 
     results = read_results_dir(results_dir)
     settings = configured_settings(configs_dir)
-    published_frame = read_published(published)
+    if published is None:
+        published_frame = pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW])
+        title, cited = "### Summary", ("No published figures are compared (`forecast report --published FILE.csv` "
+                                       f"adds them, columns {list(PUBLISHED_COLUMNS)}).")
+    else:
+        published_frame = read_published(published)
+        title, cited = "### Summary: ours against the published numbers", (
+            "Published figures come from each paper's own per-horizon settings; `transformer` is compared with the "
+            "paper's Informer† (canonical attention) and `logsparse` with LogTrans.")
     return "\n".join([
-        "### Summary: ours against the published numbers", "",
+        title, "",
         "MSE / MAE on the standardized scale. Ours: mean (± standard deviation) over seeds, seed count in "
         "brackets, at the setting of its config (`<dataset>/<model>_<features>_<horizon>.yaml` in the configs "
         "directory) "
         "(window = input/label length); **not run** marks a configured setting without results yet; "
-        f"{MISSING} marks no figure. Published figures come from each paper's own per-horizon settings; "
-        "`transformer` is compared with the paper's Informer† (canonical attention) and `logsparse` with "
-        "LogTrans.", "",
+        f"{MISSING} marks no figure. {cited}", "",
         summary_tables(results, settings, published_frame, datasets.names()),
         "### Every setting run", "",
         detail_tables(results, published_frame, settings),

@@ -411,6 +411,34 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert "0.521" not in detail["toy `M` 48/24/6"] and "0.577" not in detail["toy `M` 48/24/6"]
 
 
+def test_report_of_a_project_without_published_figures(tmp_path, monkeypatch, capsys):
+    """A project's own runs have no published figures: `forecast report` refused to render without
+    published.csv (its default); it now renders our numbers alone and says how to add figures. A --published
+    file that is named but missing is still refused."""
+    from forecast.cli import main
+    from forecast.report import render_report
+
+    configs = tmp_path / "configs" / "toy"
+    configs.mkdir(parents=True)
+    (configs / "naive_M_6.yaml").write_text(yaml.safe_dump(
+        {"model": {"name": "naive"}, "data": {"dataset": "toy", "seq_len": 24, "label_len": 12, "pred_len": 6},
+         "recipe": "paper"}))
+    append_row(tmp_path / "results" / "toy.csv", row(seq_len=24, label_len=12, pred_len=6, mse=0.5, mae=0.25,
+                                                     n_test_windows=55))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report"]) == 0  # the defaults: results/, configs/ and no published.csv
+    printed = capsys.readouterr().out
+    assert "| 6 | 24/12 | 0.500 / 0.250 (1) |" in printed
+    assert "No published figures" in printed and "--published" in printed
+    assert render_report("results", "configs") == printed.removesuffix("\n")
+    assert main(["report", "--published", "papers.csv"]) == 2
+    assert "published numbers file papers.csv does not exist. Fix: pass --published PATH" in capsys.readouterr().err
+    (tmp_path / "published.csv").write_text("dataset,features,pred_len,model,published_as,mse,mae,source\n"
+                                            "toy,M,6,naive,Repeat,0.577,0.549,a paper\n")
+    assert main(["report"]) == 0  # published.csv in the folder, the default, is still read
+    assert "| 6 | 24/12 | 0.500 / 0.250 (1) | 0.577 / 0.549 |" in capsys.readouterr().out
+
+
 def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_only_its_block(tmp_path):
     from forecast import datasets
 
