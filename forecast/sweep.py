@@ -224,20 +224,30 @@ def _command(path: Path, seed: int, spec: SweepSpec) -> str:
 
 
 def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
-    """Every run of ``spec`` in order (config file, then seed); every config is validated first.
+    """Every run of ``spec`` in order (config file, then seed), each once (a run named twice, by a repeated seed
+    or dataset or a copied config, where it first appears); every config is validated first.
 
     With ``spec.shard == (K, N)`` only the runs at positions ``i % N == K`` of that order:
     the order depends only on the spec, so N workers given the same spec split it without
     talking to each other, and each run has exactly one owner.
     """
-    runs = []
+    runs: list[PlannedRun] = []
+    planned: dict[tuple[Path, Path], PlannedRun] = {}
     for path in _selected_configs(spec):
         base = load_config(path, spec.overrides)
         for seed in spec.seeds or (base.seed,):
             config = base.with_seed(seed)
             experiment = config.experiment()
-            runs.append(PlannedRun(path, config, experiment, experiment.results_path(spec.results_dir),
-                                   spec.runs_dir / experiment.run_name(), _command(path, seed, spec)))
+            run = PlannedRun(path, config, experiment, experiment.results_path(spec.results_dir),
+                             spec.runs_dir / experiment.run_name(), _command(path, seed, spec))
+            # A run named twice (--seeds 0 0, --datasets ETTh1 ETTh1, a copied config) would train twice, and
+            # two shards would each take a copy and train it in the same run folder at once.
+            first = planned.setdefault((run.results, run.run_dir), run)
+            if first is not run:
+                log.warning("%s seed %d is the same run as %s seed %d, named earlier in the sweep: it is planned "
+                            "once", _display_path(path), seed, _display_path(first.config_path), first.experiment.seed)
+                continue
+            runs.append(run)
     if not runs:
         raise ConfigError(f"the sweep selects no run: no config in {spec.configs_dir} matches datasets="
                           f"{list(spec.datasets)}, models={list(spec.models)}, features={list(spec.features)}, "

@@ -193,6 +193,24 @@ def test_shards_split_the_plan_into_disjoint_balanced_shares_that_cover_it(sweep
     assert [(Path(words[1]).name, int(words[2])) for words in listed] == full[2::3]
 
 
+def test_a_run_named_twice_is_planned_once_so_no_two_shards_train_it(sweep_dirs, caplog):
+    """`--seeds 0 0 1`, `--datasets toy toy` or a config copied under another name planned one run twice: a
+    sweep trained it twice over, and two shards each took a copy and trained it in the same run folder at once."""
+    spec = sweep_dirs.updated(seeds=[0, 0, 1])
+    assert run_ids(plan_sweep(spec)) == [("informer_M_4.yaml", 0), ("informer_M_4.yaml", 1),
+                                         ("naive_M_4.yaml", 0), ("naive_M_4.yaml", 1)]
+    assert "informer_M_4.yaml seed 0 is the same run as" in caplog.text and "planned once" in caplog.text
+    copy = sweep_dirs.configs_dir / "toy" / "naive_M_4.yaml"
+    (sweep_dirs.configs_dir / "copy").mkdir()
+    (sweep_dirs.configs_dir / "copy" / "naive_M_4.yaml").write_text(copy.read_text())
+    for spec in (sweep_dirs.updated(datasets=["toy", "toy"], seeds=[0, 1]),
+                 sweep_dirs.updated(datasets=["copy", "toy"], seeds=[0, 1])):
+        full = plan_sweep(spec)
+        assert len(full) == len({run.run_dir for run in full}) == 4
+        shares = [plan_sweep(spec.updated(shard=f"{index}/2")) for index in range(2)]
+        assert sorted(run.run_dir for share in shares for run in share) == sorted(run.run_dir for run in full)
+
+
 @pytest.mark.parametrize("shard", ["4/4", "-1/2", "a/b", "0/0", "1", "1/2/3", "", "1/-3", (0,), (0, 1, 2), True])
 def test_bad_shards_are_refused_with_the_fix(sweep_dirs, shard):
     with pytest.raises(ConfigError, match="Fix: --shard K/N with 0 <= K < N"):
