@@ -186,6 +186,15 @@ def _display_path(path: Path) -> str:
 
 def _selected_configs(spec: SweepSpec) -> list[Path]:
     if spec.configs:
+        # The filters select from configs_dir: beside the files given they would be ignored, running what they
+        # were meant to leave out.
+        filters = [name for name in ("datasets", "models", "features", "horizons") if getattr(spec, name)]
+        if filters:
+            flags = ", ".join(f"--{name}" for name in filters)
+            raise ConfigError(f"{flags} ({', '.join(f'{name}:' for name in filters)} in a sweep file) select configs "
+                              f"from the configs folder, and do not apply to the config files given "
+                              f"({', '.join(map(str, spec.configs))}). Fix: pass only the config files to run, or "
+                              f"drop --config and select from --configs_dir with {flags}.")
         missing = [str(path) for path in spec.configs if not path.is_file()]
         if missing:
             raise ConfigError(f"config file(s) {missing} do not exist.")

@@ -147,6 +147,18 @@ def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_pat
         plan_sweep(sweep_dirs)  # every config is checked before anything runs
 
 
+def test_filters_beside_config_files_are_refused_rather_than_ignored(sweep_dirs, capsys):
+    """`--config A.yaml B.yaml --models naive` ran both files: the filters select from the configs folder and
+    were silently ignored beside the files given."""
+    files = [str(sweep_dirs.configs_dir / "toy" / f"{model}_M_4.yaml") for model in ("informer", "naive")]
+    with pytest.raises(ConfigError, match=r"--models \(models: in a sweep file\) select"):
+        plan_sweep(sweep_dirs.updated(configs=files, models=["naive"]))
+    assert main(["sweep", "--config", *files, "--horizons", "8", "--datasets", "toy", "--dry_run"]) == 2
+    error = capsys.readouterr().err
+    assert "--datasets, --horizons" in error and "Fix: pass only the config files to run" in error
+    assert len(plan_sweep(sweep_dirs.updated(configs=files, seeds=[0, 1]))) == 4  # seeds apply to the files given
+
+
 def test_sweep_file_and_flags_combine(sweep_dirs, tmp_path, capsys):
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({
