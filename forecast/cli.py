@@ -196,8 +196,38 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     config, flags = _config(command, tokens)
     run_dir = _require_fitted(config.resolved_run_dir(), config)
     forecaster = Forecaster.load(run_dir)
+    if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
+        _require_same_model(config, forecaster, run_dir)
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
                       config.split, flags, command)
+
+
+# Data options that only load the windows: a run scored with other values is the same run.
+_LOADING = ("eval_batch_size", "num_workers", "drop_last_train", "predict_split", "pin_memory", "persistent_workers")
+
+
+def _require_same_model(config: RunConfig, forecaster: Forecaster, run_dir: Path) -> None:
+    """ConfigError naming each difference where ``run_dir`` (named by ``--run_dir``) holds another model or window
+    than ``config`` names: the run is used as saved, so the config's options would be ignored. Training settings
+    may differ (a run resumed with more epochs is the same run)."""
+    from forecast import datasets
+
+    wanted, saved = config.forecaster().config, forecaster.config
+    registered = datasets.find(config.dataset)
+    differences = [] if wanted["model"] == saved["model"] else [("model.name", saved["model"], wanted["model"])]
+    for section, name in (("model_options", "model"), ("data", "data")):
+        for option in sorted({*wanted[section], *saved[section]} - set(_LOADING)):
+            ours, theirs = (values[section].get(option) for values in (wanted, saved))
+            if option == "target" and registered is not None:  # None: the dataset's own target
+                ours, theirs = (value if value is not None else registered.target for value in (ours, theirs))
+            if ours != theirs:
+                differences.append((f"{name}.{option}", theirs, ours))
+    if differences:
+        listed = "; ".join(f"--{option} {theirs} in the run, {ours} in the config"
+                           for option, theirs, ours in differences)
+        raise ConfigError(f"--run_dir {run_dir}: the run holds another model than the config names: {listed}. Fix: "
+                          f"drop --run_dir to use the config's own run (`forecast fit` fits it), or drop the config "
+                          f"and its overrides to use {run_dir} as it was saved.")
 
 
 def _saved_run_flags(command: str, tokens: list[str]) -> dict[str, Any]:

@@ -275,6 +275,27 @@ def test_a_run_saved_before_runs_recorded_their_csv_file_is_used_as_before(workd
     assert "data_file" not in json.loads((workdir / "old" / "config.json").read_text())
 
 
+def test_a_config_naming_another_model_or_window_than_its_run_dir_holds_is_refused(workdir, capsys):
+    """`test --config tiny.yaml --run_dir run --model.d_model 32` (or `--data.pred_len 16`, `--data.features S`)
+    scored or forecast with the run as saved, d_model 16 at horizon 8 with every variable, and said nothing:
+    the options that name the model and its window were accepted and ignored."""
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
+    capsys.readouterr()
+    for command in (["test", "--report", "report.csv"], ["predict", "--output", "future.csv"], ["validate"]):
+        for override, difference in ((["--model.d_model", "32"], "--model.d_model 16 in the run, 32 in the config"),
+                                     (["--data.pred_len", "16"], "--data.pred_len 8 in the run, 16 in the config"),
+                                     (["--data.features", "S", "--data.target", "OT"],
+                                      "--data.features M in the run, S in the config; --data.target None in the "
+                                      "run, OT in the config")):
+            assert main([*command, "--config", "tiny.yaml", "--run_dir", "run", *override]) == 2
+            error = capsys.readouterr().err
+            assert f"run holds another model than the config names: {difference}. Fix:" in error, error
+    assert not (workdir / "report.csv").exists() and not (workdir / "future.csv").exists()
+    # what only trains (more epochs, another learning rate) leaves the run the config's: a resumed run is that run
+    assert main(["test", "--config", "tiny.yaml", "--run_dir", "run", "--trainer.max_epochs", "3",
+                 "--trainer.learning_rate", "0.01", "--report", "report.csv"]) == 0
+
+
 def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
     other = write_series(workdir / "other.csv")
