@@ -411,6 +411,19 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert "0.521" not in detail["toy `M` 48/24/6"] and "0.577" not in detail["toy `M` 48/24/6"]
 
 
+def test_report_refuses_a_csv_file_in_the_results_folder_that_holds_no_results(tmp_path):
+    """A data file among the results (or --results_dir naming the data folder) ended the report in pandas'
+    IntCastingNaNError on seq_len; it is now refused, naming the file and the fix."""
+    from forecast.report import render_report
+
+    (tmp_path / "configs").mkdir()
+    append_row(tmp_path / "results" / "toy.csv", row(seq_len=24, label_len=12, pred_len=6))
+    (tmp_path / "results" / "toy_data.csv").write_text("date,a,OT\n2022-01-01,1.0,2.0\n")
+    with pytest.raises(ConfigError, match=r"toy_data.csv is not a results file: it lacks the columns \['dataset', "
+                                          r"'model', .*\] of one. Fix: move it out of"):
+        render_report(tmp_path / "results", tmp_path / "configs")
+
+
 def test_report_of_a_project_without_published_figures(tmp_path, monkeypatch, capsys):
     """A project's own runs have no published figures: `forecast report` refused to render without
     published.csv (its default); it now renders our numbers alone and says how to add figures. A --published
