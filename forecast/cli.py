@@ -171,7 +171,8 @@ def _require_fitted(run_dir: Path, config: RunConfig | None = None) -> Path:
 @dataclass(frozen=True)
 class _FittedRun:
     """What ``validate``, ``test`` and ``predict`` work from: the run folder, its forecaster, the data to
-    read (``--input``, else the config's dataset), the split (``None``: the fit's) and the command's flags."""
+    read (``--input``, else the config's dataset), the split (``None``: the fit's), the command's flags and the
+    levels of predict's quantile columns the config names (``None``: the run's own)."""
 
     run_dir: Path
     forecaster: Forecaster
@@ -179,6 +180,7 @@ class _FittedRun:
     split: Any
     flags: dict[str, Any]
     command: str
+    quantiles: tuple[float, ...] | None = None
 
 
 def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
@@ -198,8 +200,9 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     forecaster = Forecaster.load(run_dir)
     if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
         _require_same_model(config, forecaster, run_dir)
+    quantiles = config.forecaster().quantile_levels if config.quantiles is not None else None  # checked as fit's
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
-                      config.split, flags, command)
+                      config.split, flags, command, quantiles)
 
 
 # Data options that only load the windows: a run scored with other values is the same run.
@@ -361,6 +364,8 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     run = _fitted_run("predict", tokens)
     forecaster = run.forecaster
     destination = _destination(run, "output", "forecast.csv")
+    if run.quantiles is not None:  # read from the model as it forecasts, not fitted: the config's, not the run's
+        forecaster.predictor.quantile_levels = run.quantiles
     future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         future.to_csv(destination, index=False)

@@ -310,6 +310,21 @@ def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
     assert printed != pytest.approx(own.loc["mse", "standardized"], abs=1e-3)  # the other data, not the fitted
 
 
+def test_predict_forecasts_the_quantiles_its_config_names(workdir):
+    """`predict --quantiles [0.2, 0.8]` wrote the columns of the levels the run was fitted with (0.05 and 0.95):
+    the option was accepted and ignored. The levels are read from the model as it forecasts, so they are the
+    config's; without them, the run's own."""
+    by_flags = ["--model.name", "seasonal_naive", "--model.season_length", "8", "--data.dataset", "toy.csv",
+                "--data.seq_len", "32", "--data.label_len", "16", "--data.pred_len", "8"]
+    assert main(["fit", *by_flags, "--quantiles", "[0.05, 0.95]"]) == 0
+    for levels, columns in (([], ["a_q0.05", "a_q0.95"]), (["--quantiles", "[0.2, 0.8]"], ["a_q0.2", "a_q0.8"])):
+        assert main(["predict", *by_flags, *levels, "--output", "future.csv"]) == 0
+        future = pd.read_csv(workdir / "future.csv", index_col="date")
+        assert list(future.columns) == ["a", "OT", *columns, *(name.replace("a_", "OT_") for name in columns)]
+    assert (future["a_q0.2"] < future["a_q0.8"]).all()
+    assert main(["predict", *by_flags, "--quantiles", "[0.2, 1.5]"]) == 2  # checked as fit checks it
+
+
 def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--model.d_model", "8", "--trainer.max_epochs=3",
                  "--data.split", "[0.6, 0.2, 0.2]", "--seed", "4", "--print_config"]) == 0
