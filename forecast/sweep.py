@@ -244,6 +244,11 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
     planned: dict[tuple[Path, Path], PlannedRun] = {}
     for path in _selected_configs(spec):
         base = load_config(path, spec.overrides)
+        if base.run_dir is not None:  # every run (each seed) trains in its own folder, where fit and test find it
+            raise ConfigError(f"{base.source} sets run_dir {base.run_dir}, which a sweep does not use: it trains each "
+                              f"run in {_display_path(spec.runs_dir)}/<run name> (a folder per seed), where `forecast "
+                              "fit`, `test` and `predict` with the config find it without run_dir. Fix: remove "
+                              "run_dir from the config (or --set), or train that one run there with `forecast fit`.")
         for seed in spec.seeds or (base.seed,):
             config = base.with_seed(seed)
             experiment = config.experiment()

@@ -159,6 +159,18 @@ def test_filters_beside_config_files_are_refused_rather_than_ignored(sweep_dirs,
     assert len(plan_sweep(sweep_dirs.updated(configs=files, seeds=[0, 1]))) == 4  # seeds apply to the files given
 
 
+def test_a_config_run_dir_that_the_sweep_would_ignore_is_refused(sweep_dirs):
+    """A config's run_dir (or --set run_dir=...) was accepted and ignored: the sweep trained in
+    runs_dir/<run name>, while `forecast test --config` with the same file looked in run_dir and found nothing."""
+    config = sweep_dirs.configs_dir / "toy" / "naive_M_4.yaml"
+    config.write_text(config.read_text() + "run_dir: runs/mine\n")
+    for spec in (sweep_dirs.updated(models=["naive"]),
+                 sweep_dirs.updated(models=["informer"], overrides=[("run_dir", "runs/mine")])):
+        with pytest.raises(ConfigError, match=r"_M_4.yaml( and the command line)? sets run_dir runs/mine, which a sweep does not use: it "
+                                              r"trains each run in .*runs/<run name>.* Fix: remove run_dir"):
+            plan_sweep(spec)
+
+
 def test_sweep_file_and_flags_combine(sweep_dirs, tmp_path, capsys):
     sweep_file = tmp_path / "sweep.yaml"
     sweep_file.write_text(yaml.safe_dump({
