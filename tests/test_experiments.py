@@ -261,6 +261,21 @@ def test_configs_are_what_the_generator_writes():
     assert load_script("make_configs").main(["--check"]) == 0, "run python experiments/make_configs.py"
 
 
+def test_the_generator_replaces_its_own_configs_and_keeps_hand_written_ones(tmp_path, capsys):
+    """make_configs.py --out DIR deleted every YAML file under DIR/configs that it did not generate: a project's
+    own configs beside the generated ones were lost. It removes its own stale files only (they carry its header)."""
+    make_configs = load_script("make_configs")
+    mine = tmp_path / "configs" / "mine" / "naive_M_8.yaml"
+    stale = tmp_path / "configs" / "ETTh1" / "informer_M_9.yaml"
+    for path in (mine, stale):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("model: {name: naive}\ndata: {dataset: mine.csv}\n")
+    stale.write_text(make_configs.render("informer", next(make_configs.settings()), {"model": {"name": "informer"}}))
+    assert make_configs.main(["--out", str(tmp_path)]) == 0
+    assert mine.read_text() == "model: {name: naive}\ndata: {dataset: mine.csv}\n" and not stale.exists()
+    assert f"kept {Path('configs') / 'mine' / 'naive_M_8.yaml'} (not written by this script)" in capsys.readouterr().out
+
+
 def test_every_config_parses_and_builds_its_model_on_the_data_sizes():
     """Electricity and traffic are not on this machine: their sizes come from the registry."""
     import torch
