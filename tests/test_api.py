@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 import forecast
 from forecast import Forecaster
 from forecast.api import model_option_names
+from forecast.data import WindowDataModule
 from forecast.errors import ConfigError, DataError
 from forecast.experiment import dataset_label
 from forecast.layers.attention import ProbSparseWeights
@@ -287,6 +288,18 @@ def test_other_data_is_scored_with_the_fitted_scaler_never_a_refitted_one(fitted
     np.testing.assert_allclose(tripled.to_numpy(), 9 * base.to_numpy(), rtol=1e-3)
     state = fitted.fitted_state.state_dict()
     assert json.loads(json.dumps(state)) == state  # plain JSON types, as saved runs and checkpoints hold it
+
+
+def test_other_data_is_read_at_the_fitted_frequency_as_predict_reads_it(frame):
+    """Daily rows scored by an hourly model: predict refused them, evaluate scored them with daily calendar
+    features (or failed deep in the model with an integer calendar), now both refuse them alike."""
+    daily = frame.assign(date=pd.date_range("2021-01-01", periods=len(frame), freq="D"))
+    fc = Forecaster("naive", **WINDOW).fit(frame)
+    for score in (fc.predict, fc.evaluate, lambda data: fc.evaluate(data, windows="val")):
+        with pytest.raises(DataError, match="irregular steps for frequency 'h'"):
+            score(daily)
+    with pytest.raises(DataError, match="irregular steps for frequency 'h'"):
+        WindowDataModule(daily, **WINDOW, fitted=fc.fitted_state).setup()
 
 
 def test_windows_of_other_data_are_cut_as_the_fit_cut_them_and_scaled_with_the_fitted_state(fitted, frame):

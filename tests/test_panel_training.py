@@ -316,6 +316,17 @@ def test_evaluation_pools_every_series_and_breaks_down_by_series():
         fc.evaluate(by_series=True, detail=True)
 
 
+def test_a_panel_at_another_frequency_is_refused_by_evaluate_as_by_predict():
+    """Hourly stores scored by a model fitted on daily ones: evaluate read them at their own frequency and
+    scored them silently; now it reads at the fitted one, as predict does, and refuses them alike."""
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, **ROLES)
+    hourly = frame.assign(date=pd.Timestamp("2024-01-01") + pd.to_timedelta(frame.groupby("store").cumcount(), "h"))
+    for score in (fc.predict, fc.evaluate):
+        with pytest.raises(DataError, match="irregular steps for frequency 'D'"):
+            score(hourly)
+
+
 def test_plots_of_a_panel_name_their_series():
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)

@@ -170,10 +170,17 @@ def _recorded_reading(given: FittedState | None) -> dict[str, Any]:
     return {key: options[key] for key in RECORDED_READING if key in options}
 
 
+def _reading_freq(freq: str | None, given: FittedState | None) -> str | None:
+    """The frequency to read rows at: a fit's own, so that rows at another one are refused as
+    :meth:`FittedState.read` refuses them for a forecast, not windowed with another calendar; else ``freq``."""
+    return given.freq if given is not None else freq
+
+
 def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
     """A wide table validated, split, scaled (by ``given``, else by a fit on its train rows) and windowed."""
     info = source.info
     options = _read_options(cfg, info)
+    options["freq"] = _reading_freq(options["freq"], given)
     series = prepare_series(source.data, **options, **_recorded_reading(given))
     if given is not None:  # other data scored by a fitted model: its variables by name, in the fitted order
         series = given.select(series)
@@ -203,7 +210,8 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     series' train rows) and windowed inside each series."""
     options = {"id_column": cfg.id_column, "target": cfg.target, "date_column": cfg.date_column,
                "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
-               "static_covariates": list(cfg.static_covariates), "freq": cfg.freq, "fill_nan": cfg.fill_nan}
+               "static_covariates": list(cfg.static_covariates), "freq": _reading_freq(cfg.freq, given),
+               "fill_nan": cfg.fill_nan}
     panel = prepare_panel(source.data, **options, **_recorded_reading(given))
     split_spec = cfg.split if cfg.split is not None else "ratio"
     split_protocol, _ = resolve_split(split_spec)
