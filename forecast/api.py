@@ -77,14 +77,16 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
 
 def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str, detail: bool, by_series: bool
            ) -> pd.DataFrame:
-    """``Forecaster.evaluate``'s scoring: the report of split ``windows`` of the fitted data, or of ``data``
-    (split by ``split``, default the fit's) scaled with the fitted state."""
+    """``Forecaster.evaluate``'s scoring: the report of split ``windows`` of the fitted data or of ``data``
+    (split by ``split``, default the fit's), scaled with the fitted state."""
     predictor, options = forecaster.predictor, forecaster._options
     module = predictor.module
     if data is None:
         datamodule = predictor.require_data("evaluate()")
-        if windows != datamodule.config.test_split:
-            datamodule = datamodule.with_options(test_split=windows)
+        if split is not None or windows != datamodule.config.test_split:
+            # Scaled with the fitted state: a new split's training rows never refit the scaler.
+            resplit = {"split": split} if split is not None else {}
+            datamodule = datamodule.with_options(test_split=windows, fitted=predictor.fitted_state, **resplit)
     else:
         datamodule = forecaster.windows_of(data, split=split, windows=windows)
     if require_bool("by_series", by_series):
@@ -333,10 +335,11 @@ class Forecaster:
 
         Default: the fitted data's test windows. ``windows='val'`` (or ``'train'``) scores
         that split's windows instead: e.g. a probabilistic model's interval coverage on
-        validation, checked before looking at test. ``data`` (with ``split``, default the
-        fit's) scores other data, e.g. after ``load``, scaled with the fitted state (never
-        refitted); it must hold the fitted variables (found by name, in any order), else
-        :class:`~forecast.errors.UnknownColumnError`.
+        validation, checked before looking at test. ``split`` (default the fit's) splits the
+        fitted data another way, e.g. ``split=("2021-06-01", "2021-09-01")`` to score a later
+        period; ``data`` scores other data, e.g. after ``load``. Both are scaled with the fitted
+        state (never refitted); ``data`` must hold the fitted variables (found by name, in any
+        order), else :class:`~forecast.errors.UnknownColumnError`.
 
         A panel's windows of every series are pooled; ``by_series=True`` returns one row per
         series instead (:func:`forecast.predictor.series_report`).

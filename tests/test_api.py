@@ -185,6 +185,23 @@ def test_a_date_split_is_fitted_saved_and_reused(frame, tmp_path):
     assert saved["split"] == ["2021-01-12T16:00:00", "2021-01-14T00:00:00"]
 
 
+def test_evaluate_splits_the_fitted_data_as_asked_and_scales_it_with_the_fitted_state(frame):
+    """evaluate(split=...) without data scored the fit's own test windows, the split silently dropped."""
+    fc = Forecaster("naive", **WINDOW).fit(frame)
+    for windows in ("test", "val"):
+        resplit = fc.evaluate(split=(0.5, 0.25, 0.25), windows=windows, detail=True)
+        assert (resplit["n_windows"] == 100 - PRED_LEN + 1).all()  # 100 rows, and the SEQ_LEN before them
+        pd.testing.assert_frame_equal(resplit, fc.evaluate(frame, split=(0.5, 0.25, 0.25), windows=windows,
+                                                            detail=True))
+    # the fitted scaler (70% of the rows), not one refitted on the new split's training rows
+    scale = frame[["a", "b", "OT"]].iloc[:280].std(ddof=0).to_numpy()
+    report = fc.evaluate(split=(0.5, 0.25, 0.25), detail=True).query("horizon == 'all' and metric == 'mse'")
+    by_variable = report[report["variable"] != "all"].pivot(index="variable", columns="scale", values="value")
+    np.testing.assert_allclose(by_variable.loc[["a", "b", "OT"], "original"] / scale**2,
+                               by_variable.loc[["a", "b", "OT"], "standardized"], rtol=1e-6)
+    pd.testing.assert_frame_equal(fc.evaluate(), fc.evaluate(split=None))
+
+
 def test_evaluate_refuses_unknown_windows(frame):
     fc = Forecaster("naive", **WINDOW).fit(frame)
     with pytest.raises(ConfigError, match="windows"):
