@@ -158,7 +158,8 @@ class TrainTimer(Timer):
 class EpochLog(Callback):
     """Feedback while training: one INFO line per epoch and a history that survives resumption.
 
-    Each epoch logs its mean training loss (over windows), validation loss, learning rate and
+    Each epoch logs its mean training loss (over windows), validation loss (NaN for an epoch
+    that ran no validation, e.g. under ``check_val_every_n_epoch``), learning rate and
     seconds, and marks a new best validation loss; early stopping logs why it stopped.
     :meth:`frame` is the history, one row per epoch; it is saved in checkpoints with the running
     epoch's sums, so a run resumed midway through an epoch keeps the epochs it trained before and
@@ -173,6 +174,7 @@ class EpochLog(Callback):
         self._loss_sum: float | torch.Tensor = 0.0
         self._windows = 0.0
         self._learning_rate = math.nan
+        self._val_loss = math.nan
         self._resumed: dict[str, float] | None = None
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -183,10 +185,11 @@ class EpochLog(Callback):
             running, self._resumed = self._resumed, None
             self._loss_sum, self._windows = running["loss_sum"], running["windows"]
             self._learning_rate = running["learning_rate"]
+            self._val_loss = running.get("val_loss", math.nan)  # absent in checkpoints written before it was kept
             self._started -= running["seconds"]
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._started, self._loss_sum, self._windows = self._timer(), 0.0, 0.0
+        self._started, self._loss_sum, self._windows, self._val_loss = self._timer(), 0.0, 0.0, math.nan
         # Read now: the epoch's scheduler step comes before on_train_epoch_end.
         self._learning_rate = float(trainer.optimizers[0].param_groups[0]["lr"]) if trainer.optimizers else math.nan
 
@@ -199,12 +202,18 @@ class EpochLog(Callback):
             self._loss_sum = self._loss_sum + loss.detach() * windows
             self._windows += windows
 
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # Taken here, not from callback_metrics at the epoch's end: Lightning keeps the last value logged
+        # there, so an epoch without validation would show the one before it as its own.
         val_loss = trainer.callback_metrics.get("val_loss")
+        if not trainer.sanity_checking and val_loss is not None:
+            self._val_loss = float(val_loss)
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         record = {
             "epoch": trainer.current_epoch,
             "train_loss": float(self._loss_sum) / self._windows if self._windows else float("nan"),
-            "val_loss": float(val_loss) if val_loss is not None else float("nan"),
+            "val_loss": self._val_loss,
             "learning_rate": self._learning_rate,
             "seconds": self._timer() - self._started,
         }
@@ -228,7 +237,7 @@ class EpochLog(Callback):
 
     def state_dict(self) -> dict[str, Any]:
         running = {"loss_sum": float(self._loss_sum), "windows": self._windows, "learning_rate": self._learning_rate,
-                   "seconds": self._timer() - self._started}
+                   "val_loss": self._val_loss, "seconds": self._timer() - self._started}
         return {"epochs": [dict(epoch) for epoch in self.epochs], "running": running}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

@@ -763,6 +763,21 @@ def test_fit_logs_each_epoch_the_restored_best_and_early_stopping_and_keeps_a_hi
     assert naive.history.empty and naive.last_fit.trainer is None and naive.last_fit.best_epoch == -1
 
 
+@pytest.mark.parametrize(("trainer_options", "validated"), [({"check_val_every_n_epoch": 2}, [False, True, False]),
+                                                            ({"max_steps": 5}, [True, True, False])])
+def test_an_epoch_without_validation_has_no_validation_loss_in_the_history(frame, caplog, trainer_options,
+                                                                            validated):
+    """It showed the last validated epoch's loss again (Lightning keeps the last logged value), and logged it."""
+    options = dict(**WINDOW, learning_rate=1e-3, limit_train_batches=2, limit_val_batches=2, **tiny("dlinear"))
+    with caplog.at_level(logging.INFO, logger="forecast"):
+        history = Forecaster("dlinear", max_epochs=3, **options, **trainer_options).fit(frame).history
+    assert history["epoch"].tolist() == [0, 1, 2]
+    assert history["val_loss"].notna().tolist() == validated
+    assert history["train_loss"].notna().all()
+    lines = [record.getMessage() for record in caplog.records if record.getMessage().startswith("epoch ")]
+    assert ["val_loss nan" not in line for line in lines] == validated
+
+
 def test_the_progress_bar_is_on_in_interactive_use_only(monkeypatch):
     monkeypatch.setenv("CI", "true")
     assert not Forecaster("naive", **WINDOW).config["progress"]

@@ -344,7 +344,7 @@ def test_epoch_log_continues_an_epoch_resumed_midway_with_its_loss_and_seconds_b
     now = [5000.0]  # the process's clock, long past zero
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.25)
     trainer = SimpleNamespace(optimizers=[optimizer], callback_metrics={"val_loss": torch.tensor(0.5)},
-                              current_epoch=1, is_global_zero=True)
+                              current_epoch=1, is_global_zero=True, sanity_checking=False)
     before = EpochLog(timer=lambda: now[0])
     before.on_train_epoch_start(trainer, None)
     now[0] += 3.0
@@ -359,6 +359,7 @@ def test_epoch_log_continues_an_epoch_resumed_midway_with_its_loss_and_seconds_b
         log.on_train_start(trainer, None)
         now[0] += 7.0
         log.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, {"x": torch.zeros(4, 3, 1)}, 0)
+        log.on_validation_end(trainer, None)  # the epoch's validation, before its end as in Lightning
         log.on_train_epoch_end(trainer, None)
         assert log.frame().iloc[0].tolist() == expected
     # resumed at an epoch's end, the next epoch starts afresh
@@ -367,8 +368,16 @@ def test_epoch_log_continues_an_epoch_resumed_midway_with_its_loss_and_seconds_b
     log.on_train_start(trainer, None)
     log.on_train_epoch_start(trainer, None)
     log.on_train_batch_end(trainer, None, {"loss": torch.tensor(2.0)}, {"x": torch.zeros(4, 3, 1)}, 0)
+    log.on_validation_end(trainer, None)
     log.on_train_epoch_end(trainer, None)
     assert log.frame().iloc[0].tolist() == [1, 2.0, 0.5, 0.125, 0.0]
+    # a validation within the epoch before its checkpoint (val_check_interval < 1) is still the epoch's after it
+    before.on_validation_end(trainer, None)
+    log = EpochLog(timer=lambda: now[0])
+    log.load_state_dict(before.state_dict())
+    log.on_train_start(trainer, None)
+    log.on_train_epoch_end(trainer, None)
+    assert log.frame()["val_loss"].tolist() == [0.5]
 
 
 def test_the_train_timer_keeps_the_time_before_a_mid_epoch_checkpoint(monkeypatch):
