@@ -132,6 +132,14 @@ class TrainingConfig:
         if not isinstance(self.extra_trainer_options, dict):
             raise ConfigError(f"extra_trainer_options must be a dict of lightning.Trainer arguments, "
                               f"got extra_trainer_options={self.extra_trainer_options!r}")
+        limit = self.extra_trainer_options.get("limit_val_batches")
+        # Lightning would fail only at the first epoch's end, in the early stopping the recipe always adds.
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:
+            raise ConfigError(
+                f"limit_val_batches={limit!r} runs no validation, but training stops early on the validation loss "
+                "and keeps the weights of the epoch where it was lowest. Fix: limit_val_batches= a positive number "
+                "of batches or a fraction (e.g. 0.25), or leave it out."
+            )
 
 
 class TrainTimer(Timer):

@@ -427,6 +427,13 @@ def test_bad_option_values_fail_at_construction(options):
         Forecaster("informer", **options)
 
 
+@pytest.mark.parametrize("limit", [0, 0.0])
+def test_a_fit_without_validation_windows_is_refused_at_construction_naming_the_option(limit):
+    """limit_val_batches=0 failed at the end of the first epoch, in Lightning's early stopping."""
+    with pytest.raises(ConfigError, match=r"limit_val_batches=0.*validation loss.*Fix: limit_val_batches="):
+        Forecaster("dlinear", **WINDOW, limit_val_batches=limit)
+
+
 def test_a_variable_named_like_another_ones_quantile_column_is_refused_before_training(frame):
     """Forecast frames name quantile columns '<variable>_q<level>': 'a_q0.1' beside 'a' would be read as a's
     0.1 quantile (by plot(), and by a user), or be overwritten by it."""
