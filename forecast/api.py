@@ -37,7 +37,7 @@ from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError
-from forecast.metrics import pivot_report
+from forecast.metrics import check_variable_names, pivot_report
 from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
 from forecast.options import ForecasterOptions
@@ -66,6 +66,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     datamodule.setup()
     fitted = datamodule.fitted
     check_forecast_names(fitted.output_columns, source=datamodule.source)  # the levels: checked by the options
+    check_variable_names(fitted.output_columns, source=datamodule.source)  # before training, not at evaluate()
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
     module = options.new_module(model, fitted)
     run_path, config = Path(run_dir) if run_dir is not None else None, options.config()

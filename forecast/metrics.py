@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -92,6 +92,7 @@ __all__ = [
     "MetricAccumulator",
     "MetricSummary",
     "ProbabilisticAccumulator",
+    "check_variable_names",
     "coverage",
     "coverage_name",
     "horizon_table",
@@ -792,6 +793,24 @@ def report(summaries: Mapping[str, MetricSummary], *, variables: Sequence[str] |
             )
     frame = pd.DataFrame(rows, columns=list(REPORT_COLUMNS))
     return frame.astype({"horizon": object, "value": "float64", "n_windows": "int64"})
+
+
+def check_variable_names(variables: Sequence[Hashable], source: str = "") -> None:
+    """ConfigError where :func:`report` could not name the variables of ``source`` (a file or frame, named in
+    the message): one named like the rows that pool every variable (:data:`ALL`), or two whose names are one
+    text (``1`` and ``"1"``). For a fit to check before training, rather than its evaluation after it."""
+    where = f"{source}: " if source else ""
+    seen: dict[str, Hashable] = {}
+    for variable in variables:
+        name = str(variable)
+        if name == ALL:
+            raise ConfigError(f"{where}variable {variable!r} is named like the report's rows of every variable "
+                              f"pooled ({ALL!r}), so evaluate() could not tell them apart. Fix: rename it, e.g. "
+                              f"df.rename(columns={{{variable!r}: {name + '_'!r}}}).")
+        if name in seen:
+            raise ConfigError(f"{where}variables {seen[name]!r} and {variable!r} are both named {name!r} in "
+                              "evaluate()'s report, which names variables as text. Fix: rename one of them.")
+        seen[name] = variable
 
 
 def _variable_names(variables: Sequence[str] | None, n_variables: int) -> list[str]:

@@ -444,6 +444,18 @@ def test_a_variable_named_like_another_ones_quantile_column_is_refused_before_tr
     assert "a_p0.1_q0.1" in Forecaster("seasonal_naive", **WINDOW, season_length=24).fit(renamed).predict()
 
 
+@pytest.mark.parametrize(("names", "message"), [({"a": "all"}, r"'all' is named like the report's rows of every"),
+                                                ({"a": 1, "b": "1"}, r"1 and '1' are both named '1'")])
+def test_a_variable_the_evaluation_report_cannot_name_is_refused_before_training(frame, names, message):
+    """Reports name the variables as text beside 'all' (every variable pooled): evaluate() failed after training,
+    with a message about its report's arguments."""
+    with pytest.raises(ConfigError, match=r"<DataFrame>: .*" + message + r".*Fix: rename"):
+        Forecaster("dlinear", **WINDOW, max_epochs=1, limit_train_batches=2).fit(frame.rename(columns=names))
+    # the report names output variables only: an input of "MS" may be called anything
+    report = Forecaster("naive", **WINDOW, features="MS").fit(frame.rename(columns=names)).evaluate(detail=True)
+    assert set(report["variable"]) == {"all", "OT"}
+
+
 def test_options_are_routed_to_data_training_trainer_and_model():
     before = torch.random.get_rng_state()
     fc = Forecaster("informer", d_model=32, n_heads=4, freq="h", learning_rate=1e-2, batch_size=8,
