@@ -213,9 +213,26 @@ class DataFile:
         return registry.file_digest(path) if path.is_file() else None
 
 
+def _check_saved_names(fitted: FittedState) -> None:
+    """ConfigError for variable names that JSON gives back as others (a tuple as a list, a Timestamp as text):
+    a loaded forecaster would look for those others in the data, and not find the variables it was fitted on."""
+    names = [*fitted.input_columns, *fitted.output_columns]
+    if fitted.panel is not None:
+        names += [*fitted.panel.known_columns, *fitted.panel.static_columns]
+    restored = json.loads(json.dumps(jsonable(names, "variables")))
+    changed = {name: back for name, back in zip(names, restored) if back != name}  # a tuple never equals a list
+    if changed:
+        raise ConfigError(
+            f"{fitted.dataset}: variable names {list(changed)!r} cannot be saved: config.json gives them back as "
+            f"{list(changed.values())!r}, which a loaded forecaster would not find in the data. Fix: name the "
+            "variables by text or numbers, e.g. df.rename(columns=str), and fit again."
+        )
+
+
 def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
     """The fitted state as a saved run holds it: ``config.json``'s ``fitted`` block and ``scaler.json`` (a wide
     table's scaler as it is; a panel's per-series scaling under ``panel``), as JSON types."""
+    _check_saved_names(fitted)
     state = fitted.state_dict()
     scaling = state["scaler"] if "scaler" in state else {"panel": state["panel"]}
     return jsonable(state["fitted"], "fitted"), jsonable(scaling, "scaler")
@@ -574,10 +591,11 @@ class Predictor:
         if directory.exists() and not directory.is_dir():  # mkdir's FileExistsError named no fix
             raise ConfigError(f"save({str(path)!r}): {directory} is a file; a saved forecaster is a folder "
                               "(config.json, scaler.json, model.pt). Fix: name a folder.")
+        saved = _saved_state(self.fitted_state)  # refuses what config.json cannot keep before anything is written
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
         _write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
-        write_config(directory, self.config, _saved_state(self.fitted_state), self.split, self.data_file)
+        write_config(directory, self.config, saved, self.split, self.data_file)
         return directory
 
     @classmethod

@@ -229,6 +229,25 @@ def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypa
     assert isinstance(loaded.plot(frame), Figure)
 
 
+@pytest.mark.parametrize("names", [{"a": ("x", 1), "b": ("x", 2), "OT": ("y", 1)},
+                                   {"a": pd.Timestamp("2020-01-01"), "b": pd.Timestamp("2020-01-02")}])
+def test_variables_whose_names_json_cannot_keep_are_refused_before_saving(frame, tmp_path, names):
+    """Saved as lists and text, a loaded forecaster then refused the very frame it was fitted on, listing the
+    same names as missing."""
+    renamed = frame.rename(columns=names)
+    fc = Forecaster("naive", **WINDOW).fit(renamed)
+    assert len(fc.predict()) == PRED_LEN  # in memory, the names work
+    with pytest.raises(ConfigError, match=r"<DataFrame>: variable names .*cannot be saved.*Fix: .*rename"):
+        fc.save(tmp_path / "model")
+    assert not (tmp_path / "model" / "model.pt").exists()
+    with pytest.raises(ConfigError, match="cannot be saved"):  # before training, not after it
+        Forecaster("naive", **WINDOW).fit(renamed, run_dir=tmp_path / "run")
+    # numbers are kept as numbers
+    numbered = frame.rename(columns={"a": np.int64(0), "b": 1.5})
+    fc = Forecaster("naive", **WINDOW).fit(numbered)
+    pd.testing.assert_frame_equal(Forecaster.load(fc.save(tmp_path / "numbered")).predict(numbered), fc.predict())
+
+
 def test_a_saved_forecaster_records_the_csv_file_it_was_fitted_on(fitted, csv, frame, tmp_path):
     """The record `forecast validate|test|predict --run_dir` reads: the file's resolved path and digest, kept when a
     loaded forecaster is saved again; none for a frame. A loaded forecaster never reads it back by itself."""
