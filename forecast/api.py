@@ -113,8 +113,9 @@ class Forecaster:
             ``S``/``MS`` the last numeric column (logged).
         max_epochs: training epochs at most (early stopping on validation loss); ``None``
             takes the recipe's.
-        seed: seeds Python, numpy and torch at ``fit`` (``lightning.seed_everything``),
-            the training loader's shuffling and the sampling of quantile forecasts.
+        seed: seeds Python, numpy and torch at ``fit`` (``lightning.seed_everything``) and
+            the training loader's shuffling. Sampled quantile forecasts are drawn as ``evaluate``
+            scores them, from 100 paths with a fixed seed of their own, whatever ``seed`` is.
         recipe: the named recipe (:mod:`forecast.recipes`) whose model options and
             training settings the forecaster starts from: ``improved`` (the default:
             reversible instance normalization and the settings chosen on validation

@@ -182,7 +182,7 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 # Top-level keys of the config besides the sections, with their types for the parser.
 _TOP_LEVEL_TYPES: dict[str, tuple[Any, Any, str]] = {
-    "seed": (int, 0, "seeds Python, numpy and torch, the loader's shuffling and quantile sampling"),
+    "seed": (int, 0, "seeds Python, numpy and torch and the loader's shuffling"),
     "recipe": (str, DEFAULT_RECIPE, f"the named recipe the options start from, one of {sorted(RECIPES)} "
                                     "(forecast.recipes); the defaults listed here are its"),
     "run_dir": (str | None, None, "the run folder (default runs/<run name>)"),

@@ -24,7 +24,7 @@ from forecast.data.datamodule import WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
-from forecast.models.base import ForecastModel, horizon_target, model_inputs
+from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, horizon_target, model_inputs
 
 LossName = Literal["mse", "mae", "huber"]
 Schedule = Literal["halve", "cosine", "none"]
@@ -63,7 +63,8 @@ class ForecastModule(L.LightningModule):
             original units; default: the trainer's datamodule's.
         n_samples, sample_seed: for probabilistic models (``model.probabilistic``), the
             sample paths per window behind the test's rho-risk (R0.5, R0.9) and 80%
-            interval coverage, drawn from a generator seeded at every test epoch. A point
+            interval coverage, drawn from a generator seeded at every test epoch (``predict`` draws
+            its quantiles the same way, :class:`~forecast.predictor.Predictor`). A point
             forecast's rho-risks take it as every quantile; it has no interval to cover.
     """
 
@@ -75,8 +76,8 @@ class ForecastModule(L.LightningModule):
         lr_schedule: Schedule = "halve",
         weight_decay: float = 0.0,
         fitted: FittedState | None = None,
-        n_samples: int = 100,
-        sample_seed: int = 0,
+        n_samples: int = SAMPLE_PATHS,
+        sample_seed: int = SAMPLE_SEED,
     ):
         super().__init__()
         require_choice("loss", loss, tuple(LOSSES))

@@ -336,7 +336,7 @@ class Predictor:
 
     ``config`` is the JSON configuration that built it (:attr:`Forecaster.config
     <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of
-    ``predict``'s quantile columns and ``seed`` seeds their sampling. ``datamodule`` and
+    ``predict``'s quantile columns. ``datamodule`` and
     ``data`` are the data it was fitted on (``None`` after :meth:`load`): ``predict()``,
     ``plot()`` and ``attention_weights()`` without data read them. ``data_file`` records the CSV file
     it was fitted on (:class:`DataFile`; ``None`` for other data), saved with it.
@@ -407,14 +407,18 @@ class Predictor:
                          y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
         """``{level: [B, P, C_out]}`` on the model's scale from a probabilistic model, else ``{}``.
 
-        Sampling runs on a private RNG seeded with ``seed``, so the same forecaster gives the
-        same quantiles every time.
+        Drawn as ``evaluate()`` draws the quantiles it scores: the module's ``n_samples`` paths
+        from a generator seeded with its ``sample_seed`` (not the training seed), so the same
+        forecaster gives the same quantiles every time. The caller's RNG is left as it was, and
+        seeded alike inside for models that draw from it instead of the generator.
         """
         levels = self.quantile_levels
         if not levels or not model.probabilistic:
             return {}
-        with private_rng(self.seed, x.device):
-            result = model.quantiles(x, x_mark, y_mark, levels)
+        hparams = self.module.hparams
+        with private_rng(hparams.sample_seed, x.device):
+            generator = torch.Generator(device=x.device).manual_seed(hparams.sample_seed)
+            result = model.quantiles(x, x_mark, y_mark, levels, hparams.n_samples, generator)
         return {level: result[level].to(torch.float64) for level in levels}
 
     def _forecast_frame(self, batch: Mapping[str, torch.Tensor], index: pd.DatetimeIndex) -> pd.DataFrame:

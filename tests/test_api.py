@@ -26,6 +26,7 @@ from forecast.errors import ConfigError, DataError
 from forecast.experiment import dataset_label
 from forecast.layers.attention import ProbSparseWeights
 from forecast.models import MODELS, ForecastModel
+from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED
 from forecast.plotting import plot_attention, plot_probsparse
 from forecast.recipes import get_recipe
 
@@ -669,14 +670,33 @@ def test_sampling_models_get_seeded_quantiles_without_touching_the_global_rng(fr
     future = fc.predict()
     assert torch.equal(torch.random.get_rng_state(), before)
     pd.testing.assert_frame_equal(fc.predict(), future)
-    # the same draws, made by hand: 200 paths from the RNG seeded with the forecaster's seed
+    # the same draws, made by hand: evaluate()'s SAMPLE_PATHS paths from the RNG seeded with SAMPLE_SEED
     with torch.random.fork_rng():
-        torch.manual_seed(fc.seed)
-        noise = torch.randn(200, 1, PRED_LEN, 1).numpy()  # [S, B, P, C_out]
+        torch.manual_seed(SAMPLE_SEED)
+        noise = torch.randn(SAMPLE_PATHS, 1, PRED_LEN, 1).numpy()  # [S, B, P, C_out]
     scale = fc.datamodule.fitted.scaler.scale_[-1]
     for level in (0.25, 0.75):
         expected = future["OT"] + scale * np.quantile(noise, level, axis=0)[0, :, 0]
         np.testing.assert_allclose(future[f"OT_q{level}"], expected, rtol=1e-6)
+
+
+def test_predict_draws_sampled_quantiles_as_evaluate_does(frame):
+    """Seeded by the same rule as evaluate(), not by the training seed, from as many paths."""
+    seasonal = dict(WINDOW, features="S", season_length=24, quantiles=(0.1, 0.9))
+    fc = Forecaster("seasonal_naive", **seasonal, seed=0).fit(frame)
+    assert fc.predictor.module.hparams.n_samples == SAMPLE_PATHS
+    assert fc.predictor.module.hparams.sample_seed == SAMPLE_SEED
+    future = fc.predict()
+    pd.testing.assert_frame_equal(Forecaster("seasonal_naive", **seasonal, seed=7).fit(frame).predict(), future)
+    module = fc.predictor.module
+    batch = fc.datamodule.future_batch().batch
+    x, x_mark, y_mark = (batch[key].to(module.device) for key in ("x", "x_mark", "y_mark"))
+    drawn = module.model.quantiles(x, x_mark, y_mark, (0.1, 0.9), SAMPLE_PATHS,
+                                   torch.Generator().manual_seed(SAMPLE_SEED))  # evaluate()'s draws for one window
+    scaler = fc.datamodule.fitted.scaler
+    for level in (0.1, 0.9):
+        expected = drawn[level][0, :, 0].double().numpy() * scaler.scale_[-1] + scaler.mean_[-1]
+        np.testing.assert_allclose(future[f"OT_q{level:g}"], expected, rtol=1e-6)
 
 
 # ------------------------------------------------------------------- plots, attention

@@ -122,6 +122,12 @@ def model_inputs(spec: DataSpec, batch: Mapping[str, Tensor]) -> tuple[Tensor, T
     return x, marks[0], marks[1]
 
 
+# The sample paths behind a sampling model's quantiles, and the seed of the generator that draws them afresh
+# for every predict() call and every evaluate() (ForecastModule's n_samples, sample_seed): predict() gives the
+# quantiles evaluate() scores. Not the training seed, so evaluate()'s published numbers stay as they were.
+SAMPLE_PATHS = 100
+SAMPLE_SEED = 0
+
 # torch.quantile refuses inputs of more than 2**24 elements.
 _QUANTILE_MAX_ELEMENTS = 2**24
 
@@ -296,7 +302,7 @@ class ForecastModel(nn.Module):
         raise ConfigError(f"{type(self).__name__} forecasts points only; it has no sample paths")
 
     def quantiles(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, levels: Sequence[float],
-                  n_samples: int = 200, generator: torch.Generator | None = None) -> dict[float, Tensor]:
+                  n_samples: int = SAMPLE_PATHS, generator: torch.Generator | None = None) -> dict[float, Tensor]:
         """Quantile forecasts ``{level: [B, P, C_out]}``: by default those of ``n_samples`` paths."""
         require_levels("levels", levels)
         return path_quantiles(self.sample(x, x_mark, y_mark, n_samples, generator), levels)

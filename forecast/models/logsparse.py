@@ -70,7 +70,7 @@ from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import validate_logsparse_options
 from forecast.layers.normalization import Center, ReversibleInstanceNorm, validate_revin_options
-from forecast.models.base import DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
+from forecast.models.base import SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
 from forecast.models.logsparse_rollout import Rollout, standard_normal
 from forecast.models.logsparse_tokens import TokenLayout
 
@@ -403,7 +403,7 @@ class LogSparseTransformer(ForecastModel):
         x_mark: Tensor,
         y_mark: Tensor,
         levels: Sequence[float] = (0.1, 0.5, 0.9),
-        n_samples: int = 200,
+        n_samples: int = SAMPLE_PATHS,
         generator: torch.Generator | None = None,
         chunk_size: int | None = None,
     ) -> dict[float, Tensor]:
