@@ -140,6 +140,16 @@ class TrainingConfig:
                 "and keeps the weights of the epoch where it was lowest. Fix: limit_val_batches= a positive number "
                 "of batches or a fraction (e.g. 0.25), or leave it out."
             )
+        every = self.extra_trainer_options.get("check_val_every_n_epoch")
+        # Lightning would train without validating once: the last weights kept, the history all NaN.
+        if (isinstance(every, int) and not isinstance(every, bool) and self.max_epochs > 0
+                and every > self.max_epochs):
+            raise ConfigError(
+                f"check_val_every_n_epoch={every} with max_epochs={self.max_epochs} never validates, but training "
+                "stops early on the validation loss and keeps the weights of the epoch with the lowest validation "
+                f"loss. Fix: check_val_every_n_epoch= at most {self.max_epochs} (1 validates every epoch), or "
+                f"max_epochs= at least {every}, or leave it out."
+            )
 
 
 class TrainTimer(Timer):

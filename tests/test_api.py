@@ -454,6 +454,16 @@ def test_a_fit_without_validation_windows_is_refused_at_construction_naming_the_
         Forecaster("dlinear", **WINDOW, limit_val_batches=limit)
 
 
+def test_validation_less_often_than_the_epochs_trained_is_refused_at_construction():
+    """check_val_every_n_epoch > max_epochs never validated: the last weights were kept, the history all NaN."""
+    with pytest.raises(ConfigError, match=r"check_val_every_n_epoch=5.*max_epochs=2.*lowest validation loss.*"
+                                          r"Fix: check_val_every_n_epoch= at most 2"):
+        Forecaster("dlinear", **WINDOW, max_epochs=2, check_val_every_n_epoch=5)
+    Forecaster("dlinear", **WINDOW, max_epochs=4, check_val_every_n_epoch=4)  # validates after the last epoch
+    Forecaster("dlinear", **WINDOW, max_epochs=0, check_val_every_n_epoch=5)  # trains nothing, needs no validation
+    Forecaster("dlinear", **WINDOW, max_epochs=2, check_val_every_n_epoch=None, val_check_interval=5)  # by steps
+
+
 def test_a_variable_named_like_another_ones_quantile_column_is_refused_before_training(frame):
     """Forecast frames name quantile columns '<variable>_q<level>': 'a_q0.1' beside 'a' would be read as a's
     0.1 quantile (by plot(), and by a user), or be overwritten by it."""
