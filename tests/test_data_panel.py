@@ -175,6 +175,34 @@ def test_column_roles_are_checked():
         prepare_panel(frame.set_index("ds")["y"], id_column="unique_id", target="y")
 
 
+def test_a_column_held_in_the_index_is_named_as_an_index_level_with_reset_index_as_the_fix():
+    """frame.set_index(['unique_id', 'ds']) was refused as if the id column did not exist."""
+    frame = long_frame()
+    roles = dict(id_column="unique_id", date_column="ds", target="y")
+    with pytest.raises(UnknownColumnError, match=r"id_column 'unique_id' is a level of the table's index "
+                                                 r"\['unique_id', 'ds'\], not a column.*Fix: df\.reset_index\(\)"):
+        prepare_panel(frame.set_index(["unique_id", "ds"]), **roles)
+    with pytest.raises(UnknownColumnError, match=r"id_column 'unique_id' is a level of the table's index.*"
+                                                 r"Fix: df\.reset_index\(\)"):
+        prepare_panel(frame.set_index("unique_id"), **roles)
+    with pytest.raises(DataError, match=r"the timestamps are level 'ds' of the table's index \['unique_id', 'ds'\]; "
+                                        r"df\.reset_index\(\) makes them a column"):
+        prepare_panel(frame.set_index(["unique_id", "ds"]), id_column="unique_id", target="y")
+
+
+def test_future_covariates_indexed_by_date_name_the_index_level_with_reset_index_as_the_fix():
+    from forecast.data.panel import forecast_index, future_covariate_rows
+
+    panel = prepare_panel(long_frame(), **ROLES)
+    steps = forecast_index(panel, 3)
+    future = steps.to_frame(index=False).assign(promo=1.0)
+    with pytest.raises(UnknownColumnError, match=r"future covariates <DataFrame>: 'ds' is a level of the table's "
+                                                 r"index \['ds'\], not a column.*Fix: df\.reset_index\(\)"):
+        future_covariate_rows(panel, future.set_index("ds"), steps)
+    with pytest.raises(UnknownColumnError, match=r"has no column 'promo'"):
+        future_covariate_rows(panel, future.drop(columns="promo"), steps)
+
+
 def test_splits_are_cut_inside_each_series_and_short_series_are_named():
     from forecast.data import panel_borders
     from forecast.data.splits import split_borders

@@ -516,6 +516,17 @@ def read_table(data: Table, text_columns: Sequence[Hashable] = ()) -> tuple[pd.D
     )
 
 
+def index_level_fix(frame: pd.DataFrame, column: Hashable) -> str | None:
+    """Why ``column`` is missing from ``frame.columns`` when it names a level of its index, with the fix; else None.
+
+    A panel indexed by ``(id, date)`` (``set_index([...])``) is common; "not a column" alone reads as a typo.
+    """
+    names = list(frame.index.names)
+    if column is None or column not in names:
+        return None
+    return f"is a level of the table's index {names!r}, not a column. Fix: df.reset_index() makes it a column"
+
+
 def _series_frame(series: pd.Series) -> pd.DataFrame:
     if not isinstance(series.index, pd.DatetimeIndex):
         raise MissingDateColumnError(
@@ -585,10 +596,20 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
     named = [column for column in frame.columns if str(column).lower() in _CONVENTIONAL_DATE_NAMES]
     if len(named) == 1:
         return named[0]  # holds no timestamps: parse_dates says what is wrong with it
-    fix = _separator_fix(list(frame.columns)) or ("Fix: pass date_column=<the name of the timestamp column>, or "
-                                                  "index the data by a DatetimeIndex.")
+    levels = [name for name, values in zip(frame.index.names, _index_levels(frame.index), strict=True)
+              if isinstance(values, pd.DatetimeIndex)] if isinstance(frame.index, pd.MultiIndex) else []
+    if levels:  # e.g. a panel indexed by (id, date): only a DatetimeIndex alone is read as the time axis
+        fix = (f"Fix: the timestamps are level {levels[0]!r} of the table's index {list(frame.index.names)!r}; "
+               "df.reset_index() makes them a column.")
+    else:
+        fix = _separator_fix(list(frame.columns)) or ("Fix: pass date_column=<the name of the timestamp column>, "
+                                                      "or index the data by a DatetimeIndex.")
     raise MissingDateColumnError(f"{origin.label}: no column holds timestamps; the columns are "
                                  f"{list(frame.columns)!r}. {fix}")
+
+
+def _index_levels(index: pd.MultiIndex) -> list[pd.Index]:
+    return [index.get_level_values(position) for position in range(index.nlevels)]
 
 
 def _extract_dates(

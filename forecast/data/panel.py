@@ -41,6 +41,7 @@ from forecast.data.io import (
     _off_grid,
     _step_faults,
     day_month_format,
+    index_level_fix,
     parse_dates,
     read_table,
     to_zone,
@@ -135,6 +136,9 @@ def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column
     missing = [(role, column) for role, column in named if column not in frame.columns]
     if missing:
         role, column = missing[0]
+        in_index = index_level_fix(frame, column)
+        if in_index is not None:
+            raise UnknownColumnError(f"{origin.label}: {role} {column!r} {in_index}.")
         raise UnknownColumnError(f"{origin.label}: {role} {column!r} is not a column; the columns are "
                                  f"{list(frame.columns)!r}. Fix: name the column as the table spells it.")
 
@@ -372,6 +376,9 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     where = Origin(f"future covariates {origin.label}", origin.is_file)
     for column in (panel.id_column, panel.date_column, *columns):
         if column not in frame.columns:
+            in_index = index_level_fix(frame, column)
+            if in_index is not None:
+                raise UnknownColumnError(f"{where.label}: {column!r} {in_index}.")
             raise UnknownColumnError(f"{where.label}: has no column {column!r} (its columns: {list(frame.columns)!r})."
                                      f" Fix: give it the id, date and future covariate columns of the fitted data.")
     date_format = day_month_format(frame[panel.date_column], column=panel.date_column, origin=where, freq=panel.freq,
