@@ -494,8 +494,8 @@ class Predictor:
         """The last ``rows`` rows of the output variables (a panel: of series ``series_id``), original units,
         indexed by timestamp."""
         fitted = self.fitted_state
-        table = resolve_table(df) if df is not None else resolve_table(self._data)  # type: ignore[arg-type]
-        data = fitted.read(table)
+        # Without df, the rows held since the fit, as the forecast is: a re-read file may have changed since.
+        data = self.require_data("plot() without df").series if df is None else fitted.read(resolve_table(df))
         if isinstance(data, Panel):
             one = data[series_id]
             values, dates = one.target[:, None], one.dates

@@ -712,6 +712,17 @@ def test_predict_draws_sampled_quantiles_as_evaluate_does(frame):
 # ------------------------------------------------------------------- plots, attention
 
 
+def test_plot_without_df_draws_the_history_the_forecast_was_made_from_even_after_the_file_changed(frame, tmp_path):
+    """plot() re-read the CSV for its history line while predict() used the data held since the fit."""
+    path = tmp_path / "series.csv"
+    frame.to_csv(path, index=False)
+    fc = Forecaster("dlinear", **WINDOW, features="S", max_epochs=0).fit(str(path))
+    frame.assign(OT=frame["OT"] + 100.0).to_csv(path, index=False)  # edited after the fit
+    history, forecast = fc.plot().axes[0].get_lines()
+    np.testing.assert_allclose(history.get_ydata(), frame["OT"].iloc[-SEQ_LEN:], rtol=1e-12)
+    np.testing.assert_allclose(forecast.get_ydata(), fc.predict()["OT"], rtol=1e-12)
+
+
 def test_plot_returns_figures_of_the_future_and_of_test_windows(fitted, frame):
     fig = fitted.plot()
     assert isinstance(fig, Figure) and len(fig.axes) == 3

@@ -439,6 +439,11 @@ class WindowDataModule(L.LightningDataModule):
         return series
 
     @property
+    def series(self) -> TimeSeries | Panel:
+        """The data as read and checked at setup, held in memory: a wide table's series or a panel."""
+        return self._state().series
+
+    @property
     def dates(self) -> pd.DatetimeIndex:
         """Timestamps of every row of a wide table (a panel: ``panel[series_id].dates``)."""
         series = self._state().series
