@@ -328,6 +328,18 @@ def test_frequency_is_inferred(freq):
     assert series.freq == pd.tseries.frequencies.to_offset(freq)
 
 
+@pytest.mark.parametrize("freq", ["SMS", "SME"])
+def test_semi_monthly_dates_which_pandas_does_not_infer_are_read_as_semi_monthly(freq):
+    """pandas infers no frequency for them: the most common step ('336h', '360h') called them irregular."""
+    series = prepare_series(make_frame(n=30, freq=freq))
+    assert series.freq == pd.tseries.frequencies.to_offset(freq)
+    with pytest.raises(IrregularTimestampError, match=rf"semi-monthly.*Fix: pass freq='{freq}'"):
+        prepare_series(make_frame(n=30, freq=freq).drop(index=9))  # a gap: not on the grid, but its days are
+    with pytest.raises(IrregularTimestampError) as monthly:  # all on the 1st: monthly, not semi-monthly
+        prepare_series(make_frame(n=30, freq="MS").drop(index=9))
+    assert "semi-monthly" not in str(monthly.value)
+
+
 def test_irregular_series_opt_in_uses_the_most_common_step(caplog):
     frame = gap_at_row_9()
     with caplog.at_level(logging.INFO, logger="forecast.data.io"):

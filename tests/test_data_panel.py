@@ -203,6 +203,13 @@ def test_future_covariates_indexed_by_date_name_the_index_level_with_reset_index
         future_covariate_rows(panel, future.drop(columns="promo"), steps)
 
 
+def test_semi_monthly_series_are_read_as_semi_monthly():
+    frame = long_frame(lengths=(30, 12), starts=("2020-01-01", "2021-03-15"), freq="SMS")
+    assert prepare_panel(frame, **ROLES).freq == pd.tseries.frequencies.to_offset("SMS")
+    with pytest.raises(IrregularTimestampError, match=r"semi-monthly.*Fix: pass freq='SMS'"):
+        prepare_panel(frame.drop(index=5), **ROLES)
+
+
 def test_splits_are_cut_inside_each_series_and_short_series_are_named():
     from forecast.data import panel_borders
     from forecast.data.splits import split_borders

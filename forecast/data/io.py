@@ -881,12 +881,44 @@ def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
     return to_offset(steps.mode().iloc[0])
 
 
+def _semi_month(dates: pd.DatetimeIndex) -> tuple[str, str] | None:
+    """The semi-month alias (and its days) whose two days the dates fall on, both of them, else None.
+
+    pandas infers no semi-month offset: its steps of 13 to 16 days made such data irregular in a fixed step.
+    Both days must occur, else monthly data with a gap (all on the 1st) would be taken for semi-monthly.
+    """
+    if len(dates) < 3:
+        return None
+    fifteenth = np.asarray(dates.day == 15)
+    for alias, days, other in (("SMS", "the 1st and 15th", np.asarray(dates.day == 1)),
+                               ("SME", "the 15th and the month's end", np.asarray(dates.is_month_end))):
+        if (fifteenth | other).all() and fifteenth.any() and other.any():
+            return alias, days
+    return None
+
+
+def semi_month_hint(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None) -> str:
+    """A fix for irregular dates whose days are a semi-month's (a freq to pass), else ``""``."""
+    semi = _semi_month(dates) if freq is None else None
+    if semi is None:
+        return ""
+    alias, days = semi
+    return f" The dates all fall on {days} (semi-monthly, which pandas does not infer). Fix: pass freq={alias!r};"
+
+
 def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin) -> pd.DateOffset:
-    """The given offset, or the one pandas infers, else the most common step."""
+    """The given offset, or the one pandas infers, or a semi-month one the dates follow, else the most common
+    step."""
     if freq is not None:
         return parse_offset(freq)
     inferred = pd.DatetimeIndex(dates, freq="infer").freq if len(dates) >= 3 else None
-    return inferred if inferred is not None else _most_common_step(dates, origin)
+    if inferred is not None:
+        return inferred
+    semi = _semi_month(dates)
+    if semi is not None and not _off_grid(dates, to_offset(semi[0]), allow_duplicates=False)[0].size:
+        logger.info("%s: semi-monthly dates (%s): frequency %r.", origin.label, semi[1], semi[0])
+        return to_offset(semi[0])
+    return _most_common_step(dates, origin)
 
 
 def _off_grid(dates: pd.DatetimeIndex, offset: pd.DateOffset, *,
@@ -922,7 +954,8 @@ def _resolve_frequency(
             f"{expected[row - 1]}."
         )
         skipped_hour = (dates[off_grid + 1] - expected[off_grid] == pd.Timedelta(hours=1)).all()
-        fix = (_clock_change_hint(dates, off_grid + 1) if skipped_hour else "") or " Fix:"
+        fix = ((_clock_change_hint(dates, off_grid + 1) if skipped_hour else "") or semi_month_hint(dates, freq)
+               or " Fix:")
         if not allow_irregular:
             raise IrregularTimestampError(
                 f"{message}{fix} resample to a regular grid (df.set_index(date).asfreq(freq), "

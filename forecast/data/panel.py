@@ -44,6 +44,7 @@ from forecast.data.io import (
     index_level_fix,
     parse_dates,
     read_table,
+    semi_month_hint,
     to_zone,
     zone_name,
 )
@@ -178,7 +179,8 @@ def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, orig
         raise IrregularTimestampError(
             f"{origin.label}: date column {date_column!r} has {off_grid.size} irregular steps for frequency "
             f"{offset.freqstr!r}; the first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, "
-            f"expected {expected[row - 1]}. Fix: put every series on a regular grid, e.g. "
+            f"expected {expected[row - 1]}.{semi_month_hint(dates, freq) or ' Fix:'} put every series on a regular "
+            "grid, e.g. "
             f"df = df.set_index({date_column!r}).groupby({id_column!r}).resample({offset.freqstr!r}).ffill()"
             f".drop(columns={id_column!r}, errors='ignore').reset_index() (a missing step repeats its series' "
             "row before it), pass the right freq=..., or leave the series out of the data."
