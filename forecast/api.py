@@ -73,7 +73,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     resume = prepare_run_dir(run_path, config, fitted, split, data_file, resume) if run_path is not None else False
     run = fit_best(module, datamodule, options.training, run_path, callbacks=options.callbacks,
                    progress=options.progress, resume=resume)
-    return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data=data, data_file=data_file)
+    return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data_file=data_file)
 
 
 def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str, detail: bool, by_series: bool

@@ -336,20 +336,18 @@ class Predictor:
 
     ``config`` is the JSON configuration that built it (:attr:`Forecaster.config
     <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of
-    ``predict``'s quantile columns. ``datamodule`` and
-    ``data`` are the data it was fitted on (``None`` after :meth:`load`): ``predict()``,
-    ``plot()`` and ``attention_weights()`` without data read them. ``data_file`` records the CSV file
-    it was fitted on (:class:`DataFile`; ``None`` for other data), saved with it.
+    ``predict``'s quantile columns. ``datamodule`` holds the data it was fitted on (``None`` after
+    :meth:`load`): ``predict()``, ``plot()`` and ``attention_weights()`` without data read it. ``data_file``
+    records the CSV file it was fitted on (:class:`DataFile`; ``None`` for other data), saved with it.
     """
 
     def __init__(self, module: ForecastModule, fitted: FittedState, config: Mapping[str, Any], *,
-                 split: Any = None, datamodule: WindowDataModule | None = None, data: Table | None = None,
+                 split: Any = None, datamodule: WindowDataModule | None = None,
                  data_file: DataFile | None = None) -> None:
         self.module, self.fitted_state, self.config = module.eval(), fitted, dict(config)
         self.model_name: str = config["model"]
         self.quantile_levels: tuple[float, ...] = tuple(config["quantiles"])
-        self.seed: int = config["training"]["seed"]
-        self.split, self.datamodule, self._data, self.data_file = split, datamodule, data, data_file
+        self.split, self.datamodule, self.data_file = split, datamodule, data_file
 
     @property
     def model(self) -> ForecastModel:
