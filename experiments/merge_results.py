@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from forecast.errors import ForecastError
 from forecast.results import merge_results
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(source) for source in args.sources if not source.is_dir()]
     if missing:
         parser.error(f"not a directory: {', '.join(missing)}")
-    for row in merge_results(args.sources, args.into):
+    try:
+        added = merge_results(args.sources, args.into)
+    except ForecastError as error:  # a file that is not a mergeable results file: its message names it and the fix
+        print(f"merge_results.py: error: {error}", file=sys.stderr)
+        return 1
+    for row in added:
         print(f"added {row['dataset']} {row['model']} {row['features']} "
               f"{row['seq_len']}/{row['label_len']}/{row['pred_len']} seed {row['seed']} options {row['options']}")
     return 0

@@ -32,7 +32,7 @@ import pandas as pd
 
 from forecast.config import CONFIG_NAME, load_config
 from forecast.errors import ConfigError, DataError
-from forecast.results import COLUMNS, EMPTY_DATA, OPTIONAL_NUMBERS, read_results
+from forecast.results import COLUMNS, EMPTY_DATA, OPTIONAL_NUMBERS, read_results_file
 
 __all__ = [
     "BEGIN",
@@ -68,7 +68,8 @@ def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
         raise ConfigError(f"results folder {results_dir} does not exist. Fix: pass --results_dir DIR, the folder "
                           "forecast sweep wrote its rows to.")
     paths = sorted(Path(results_dir).glob("*.csv"))
-    frames = [_results_file(path).reindex(columns=COLUMNS) for path in paths]  # older files lack some columns
+    frames = [read_results_file(path, fix=", or pass --results_dir DIR, the folder forecast sweep wrote its rows to")
+              .reindex(columns=COLUMNS) for path in paths]  # older files lack some columns
     frames = [frame for frame in frames if not frame.empty]
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
@@ -76,21 +77,6 @@ def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
     for column in ("mse", "mae", "mse_orig", "mae_orig", "epochs", "train_seconds", *OPTIONAL_NUMBERS):
         results[column] = pd.to_numeric(results[column], errors="coerce")
     return results
-
-
-# What every results file has had, from its first rows on: a CSV file without them holds something else.
-_RESULTS_IDENTITY = ("dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "mse", "mae")
-
-
-def _results_file(path: Path) -> pd.DataFrame:
-    """A results file's rows; ConfigError naming it when it is another CSV file (data, a report), whose rows
-    would end the tables in a type error."""
-    frame = read_results(path)
-    missing = [column for column in _RESULTS_IDENTITY if column not in frame.columns]
-    if missing:
-        raise ConfigError(f"{path} is not a results file: it lacks the columns {missing} of one. Fix: move it out of "
-                          f"{path.parent}, or pass --results_dir DIR, the folder forecast sweep wrote its rows to.")
-    return frame
 
 
 def read_published(path: str | os.PathLike[str]) -> pd.DataFrame:

@@ -69,6 +69,27 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     return frame
 
 
+# What every results file has had, from its first rows on: a CSV file without them holds something else.
+RESULTS_IDENTITY = ("dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed", "mse", "mae")
+
+
+def read_results_file(path: str | os.PathLike, fix: str = "") -> pd.DataFrame:
+    """A results file's rows (:func:`read_results`); ConfigError naming it when it is another CSV file (data, a
+    report), whose rows would end a report in a type error or a merge in a half-merged target. ``fix``: what
+    else the caller's user can do, after moving the file out of its folder."""
+    path = Path(path)
+    try:
+        frame = read_results(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} is not a results file: it cannot be read as a CSV table ({error}). Fix: move it "
+                          f"out of {path.parent}{fix}.") from error
+    missing = [column for column in RESULTS_IDENTITY if column not in frame.columns]
+    if missing:
+        raise ConfigError(f"{path} is not a results file: it lacks the columns {missing} of one. Fix: move it out of "
+                          f"{path.parent}{fix}.")
+    return frame
+
+
 def has_row(path: str | os.PathLike, key: dict[str, Any]) -> bool:
     """Whether a finished run with these key fields is already recorded."""
     frame = read_results(path)
@@ -196,23 +217,33 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
     their own results directory): their results directories merge into the committed one
     without duplicating a finished run, even while other processes write to the target.
     """
-    added: list[dict[str, Any]] = []
+    # Every file is read and checked before any row is appended: a bad file found halfway would leave the
+    # target half merged.
+    files: list[tuple[Path, pd.DataFrame]] = []
     for source in sources:
         for path in sorted(Path(source).glob("*.csv")):
             destination = Path(target) / path.name
             if destination.resolve() == path.resolve():
                 continue
-            rows = read_results(path)
+            rows = read_results_file(path, fix=", or merge only the folders forecast sweep wrote its rows to")
             unkeyed = sorted(set(KEY) - set(rows.columns))
             if unkeyed:
-                raise ValueError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed by "
-                                 "them. Fix: give its rows those columns (the recipe and the training settings "
-                                 "each run had), then merge again.")
-            for row in rows.to_dict("records"):
-                row = {name: "" if isinstance(value, float) and value != value else value
-                       for name, value in row.items()}  # NaN: a blank cell, as it was read
-                if append_new_row(destination, row):
-                    added.append(row)
+                raise ConfigError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed "
+                                  "by them. Fix: give its rows those columns (the recipe and the training settings "
+                                  "each run had), then merge again.")
+            unrecorded = sorted(set(COLUMNS) - set(OPTIONAL_NUMBERS) - set(rows.columns))
+            if unrecorded:  # e.g. val_loss, which rows written before it was recorded lack
+                raise ConfigError(f"{path} has no {unrecorded} columns: its rows were written before runs recorded "
+                                  "them. Fix: add those columns to it (blank cells where a run did not record a "
+                                  "value), then merge again.")
+            files.append((destination, rows))
+    added: list[dict[str, Any]] = []
+    for destination, rows in files:
+        for row in rows.to_dict("records"):
+            row = {name: "" if isinstance(value, float) and value != value else value
+                   for name, value in row.items()}  # NaN: a blank cell, as it was read
+            if append_new_row(destination, row):
+                added.append(row)
     return added
 
 

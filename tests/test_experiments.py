@@ -99,6 +99,34 @@ def test_merge_results_adds_only_runs_the_target_lacks_and_keeps_blank_cells_bla
     assert script.main([str(elsewhere), "--into", str(here)]) == 0 and len(read_results(here / "toy.csv")) == 3
 
 
+def test_merge_results_script_refuses_a_csv_file_that_holds_no_results_in_one_line(tmp_path, capsys):
+    """A data file in a merged folder ended merge_results.py in a raw ValueError traceback from
+    forecast/results.py; it is now one line naming the file and the fix, before any row is merged."""
+    source, here = tmp_path / "other", tmp_path / "results"
+    append_row(source / "a.csv", row(seed=1))
+    (source / "toy_data.csv").write_text("date,a,OT\n2022-01-01,1.0,2.0\n")
+    script = load_script("merge_results")
+    assert script.main([str(source), "--into", str(here)]) == 1
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and "Traceback" not in error
+    assert re.search(r"toy_data.csv is not a results file: .*Fix: move it out of", error)
+    assert not (here / "a.csv").exists()  # refused before anything touched the target
+
+
+def test_merge_results_script_names_the_file_whose_rows_lack_val_loss(tmp_path, capsys):
+    """Rows written before val_loss was recorded failed in _check_complete with a bare ValueError ('results row
+    lacks ['val_loss']') naming neither the file nor the fix."""
+    source = tmp_path / "old"
+    source.mkdir()
+    pd.DataFrame([row()])[[c for c in COLUMNS if c != "val_loss"]].to_csv(source / "toy.csv", index=False)
+    script = load_script("merge_results")
+    assert script.main([str(source), "--into", str(tmp_path / "results")]) == 1
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and str(source / "toy.csv") in error
+    assert "['val_loss']" in error and "Fix: " in error
+    assert not (tmp_path / "results" / "toy.csv").exists()
+
+
 def test_append_row_rejects_incomplete_rows(tmp_path):
     with pytest.raises(ValueError, match="lacks"):
         append_row(tmp_path / "r.csv", {"dataset": "toy"})
