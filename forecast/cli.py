@@ -200,13 +200,12 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     forecaster = Forecaster.load(run_dir)
     if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
         _require_same_model(config, forecaster, run_dir)
-    quantiles = config.forecaster().quantile_levels if config.quantiles is not None else None  # checked as fit's
+    wanted = config.forecaster()
+    # The config's loader and device settings (never the saved ones, which may be another machine's) score the run.
+    forecaster._options = forecaster._options.with_scoring(wanted._options)
+    quantiles = wanted.quantile_levels if config.quantiles is not None else None  # checked as fit's
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
                       config.split, flags, command, quantiles)
-
-
-# Data options that only load the windows: a run scored with other values is the same run.
-_LOADING = ("eval_batch_size", "num_workers", "drop_last_train", "predict_split", "pin_memory", "persistent_workers")
 
 
 def _require_same_model(config: RunConfig, forecaster: Forecaster, run_dir: Path) -> None:
@@ -214,12 +213,15 @@ def _require_same_model(config: RunConfig, forecaster: Forecaster, run_dir: Path
     than ``config`` names: the run is used as saved, so the config's options would be ignored. Training settings
     may differ (a run resumed with more epochs is the same run)."""
     from forecast import datasets
+    from forecast.options import LOADING_OPTIONS
 
+    # Options that only load the windows: a run scored with other values is the same run (scored with the config's).
+    loading = {*LOADING_OPTIONS, "num_workers"}
     wanted, saved = config.forecaster().config, forecaster.config
     registered = datasets.find(config.dataset)
     differences = [] if wanted["model"] == saved["model"] else [("model.name", saved["model"], wanted["model"])]
     for section, name in (("model_options", "model"), ("data", "data")):
-        for option in sorted({*wanted[section], *saved[section]} - set(_LOADING)):
+        for option in sorted({*wanted[section], *saved[section]} - loading):
             ours, theirs = (values[section].get(option) for values in (wanted, saved))
             if option == "target" and registered is not None:  # None: the dataset's own target
                 ours, theirs = (value if value is not None else registered.target for value in (ours, theirs))

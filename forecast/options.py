@@ -50,6 +50,10 @@ _DATA_OPTIONS = tuple(f.name for f in dataclasses.fields(DataConfig)
 # How fit(data, ...) may say to read its data: the columns' roles, a panel's included.
 _READING_OPTIONS = ("target", "date_column", "id_column", "past_covariates", "future_covariates",
                     "static_covariates", "freq", "fill_nan", "columns")
+# Data options that only load the windows, and training settings that only place the computation (worker
+# processes, device, precision): a fitted model scored with other values is the same model.
+LOADING_OPTIONS = ("eval_batch_size", "drop_last_train", "predict_split", "pin_memory", "persistent_workers")
+SCORING_DEVICE = ("num_workers", "accelerator", "devices", "precision")
 _TRAINING_OPTIONS = tuple(f.name for f in dataclasses.fields(TrainingConfig)
                           if f.name not in (*_OWN_ARGUMENTS, *_SHARED_OPTIONS))
 # run_dir decides checkpoints and the root directory; callbacks are added, not replaced.
@@ -194,6 +198,16 @@ class ForecasterOptions:
         data_options = {**self.data, **{name: value for name, value in reading.items() if name != "target"}}
         DataConfig(**window, seed=self.training.seed, **data_options)
         return dataclasses.replace(self, window=window, data=data_options)
+
+    def with_scoring(self, other: ForecasterOptions) -> ForecasterOptions:
+        """These options with ``other``'s settings that only load the windows (:data:`LOADING_OPTIONS`) and place
+        the computation (:data:`SCORING_DEVICE`): what a fitted model is scored with, which never changes the
+        model, so a run is scored as its config says however it was saved."""
+        data = {name: value for name, value in self.data.items() if name not in LOADING_OPTIONS}
+        data.update({name: value for name, value in other.data.items() if name in LOADING_OPTIONS})
+        training = dataclasses.replace(self.training, **{name: getattr(other.training, name)
+                                                         for name in SCORING_DEVICE})
+        return dataclasses.replace(self, data=data, training=training)
 
     def config(self) -> dict[str, Any]:
         """Everything needed to rebuild the forecaster (unfitted), as JSON types; Trainer options without

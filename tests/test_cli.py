@@ -296,6 +296,29 @@ def test_a_config_naming_another_model_or_window_than_its_run_dir_holds_is_refus
                  "--trainer.learning_rate", "0.01", "--report", "report.csv"]) == 0
 
 
+def test_a_config_with_its_run_dir_scores_with_the_configs_loader_and_device_settings(workdir, capsys, monkeypatch):
+    """`test --config tiny.yaml --run_dir run --data.eval_batch_size 7 --trainer.accelerator cpu` scored with the
+    run's saved loader and device settings: those of the config, which name no other model, were silently
+    ignored. They are now what the run is scored with; the model is the run's."""
+    import forecast.api
+
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
+    seen = []
+    scored = forecast.api.test_windows
+
+    def spy(module, datamodule, config, **options):
+        seen.append((datamodule.config.eval_batch_size, config.accelerator, config.devices, config.num_workers))
+        return scored(module, datamodule, config, **options)
+
+    monkeypatch.setattr(forecast.api, "test_windows", spy)
+    for command in (["test", "--report", "report.csv"], ["validate"]):
+        assert main([*command, "--config", "tiny.yaml", "--run_dir", "run", "--data.eval_batch_size", "7",
+                     "--trainer.accelerator", "cpu", "--trainer.devices", "1"]) == 0
+    assert seen == [(7, "cpu", 1, 0)] * 2
+    # the run's saved settings are kept in its folder: the run alone scores with them
+    assert Forecaster.load(workdir / "run").config["data"].get("eval_batch_size") is None
+
+
 def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
     other = write_series(workdir / "other.csv")
