@@ -633,7 +633,8 @@ class RunConfig:
             return Experiment.from_recipe(
                 self.recipe, self.model, self.model_options,
                 {"seed": self.seed, "extra_trainer_options": extra, **loader, **training},
-                dataset=self.dataset, data_options=data_options, **{k: self.data[k] for k in _WINDOW},
+                dataset=self.dataset, data_options=data_options, quantiles=self.quantiles,
+                **{k: self.data[k] for k in _WINDOW},
             )
         except (ConfigError, TypeError) as error:
             raise ConfigError(f"{self.source}: {error}") from error

@@ -78,7 +78,8 @@ class Experiment:
     (kept sorted by name) and ``training`` the settings, both with the recipe already
     applied (:meth:`from_recipe` does it); ``recipe`` names it. ``data_options`` are
     further :class:`~forecast.data.DataConfig` fields for the data module (``split``,
-    ``freq``, ...). ``training.seed`` is the run's seed.
+    ``freq``, ...). ``training.seed`` is the run's seed. ``quantiles``: the levels of the quantile columns the
+    saved run predicts (``None``: the Forecaster's default); they change nothing it learns, so no key names them.
     """
 
     dataset: str
@@ -93,6 +94,7 @@ class Experiment:
     data_options: Mapping[str, Any] = field(default_factory=dict)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     recipe: str = DEFAULT_RECIPE
+    quantiles: tuple[float, ...] | None = None
 
     @classmethod
     def from_recipe(cls, recipe: str, model: str, model_options: Mapping[str, Any],
@@ -164,6 +166,8 @@ class Experiment:
         training = dataclasses.asdict(self.training)
         max_epochs, seed = training.pop("max_epochs"), training.pop("seed")
         data = {name: value for name, value in self.data_options.items() if name != "split"}
+        if self.quantiles is not None:  # else the Forecaster's default levels
+            data["quantiles"] = self.quantiles
         return Forecaster(self.model, self.seq_len, self.label_len, self.pred_len, self.features, self.target,
                           max_epochs, seed, recipe=self.recipe, progress=progress, callbacks=list(callbacks),
                           time_encoding=self.time_encoding, **data, **training, **self.model_options)

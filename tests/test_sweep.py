@@ -107,6 +107,26 @@ def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     assert sorted(p.name for p in results.parent.iterdir()) == [".toy.csv.lock", "toy.csv"]  # no temporary files
 
 
+def test_a_sweep_run_keeps_the_quantile_levels_its_config_names(sweep_dirs, tmp_path):
+    """A run trained by `forecast sweep` saved the default quantile levels whatever the config's `quantiles:`
+    said, so Forecaster.load(run).predict() gave other columns than `forecast fit` with the same config. The
+    levels are not part of the run's key: its folder and row are those of the config without them."""
+    from forecast import Forecaster
+
+    folder = tmp_path / "quantiled"
+    folder.mkdir()
+    path = write_config(folder, {"name": "seasonal_naive", "season_length": 8}, tmp_path / "toy.csv")
+    without = plan_sweep(sweep_dirs.updated(configs=[path]))[0]
+    path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "quantiles": [0.2, 0.8]}))
+    (run,) = plan_sweep(sweep_dirs.updated(configs=[path]))
+    assert run.run_dir == without.run_dir and run.experiment.key() == without.experiment.key()
+    assert len(run_sweep(sweep_dirs.updated(configs=[path])).ran) == 1
+    forecaster = Forecaster.load(run.run_dir)
+    assert forecaster.quantile_levels == (0.2, 0.8)
+    assert [c for c in forecaster.predict(tmp_path / "toy.csv").columns if "_q" in c] == [
+        "a_q0.2", "a_q0.8", "OT_q0.2", "OT_q0.8"]
+
+
 def test_a_killed_sweep_loses_no_finished_row_and_resumes_the_interrupted_run(sweep_dirs):
     spec = sweep_dirs.updated(models=["informer"], seeds=[0, 1])
     with pytest.raises(Killed):
