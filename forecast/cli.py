@@ -437,6 +437,7 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _report(args: argparse.Namespace, extra: list[str]) -> int:
+    from forecast.files import write_atomically
     from forecast.report import render_report, update_block
 
     if extra:
@@ -448,10 +449,12 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
         readme = Path(args.readme)
         if not readme.is_file():
             raise ConfigError(f"{readme} does not exist. Fix: pass the Markdown file holding the result markers.")
-        readme.write_text(update_block(readme.read_text(), body))
+        text = update_block(readme.read_text(), body)
+        # Whole or not at all: a crash mid-write would truncate the README's own text around the tables.
+        write_atomically(readme, lambda temporary: temporary.write_text(text))
         print(f"updated the results tables in {readme}")
     elif args.output:
-        Path(args.output).write_text(body + "\n")
+        write_atomically(Path(args.output), lambda temporary: temporary.write_text(body + "\n"))
         print(f"wrote {args.output}")
     else:
         print(body)

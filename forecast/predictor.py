@@ -17,7 +17,6 @@ import datetime
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from forecast.data.io import Table
 from forecast.data.panel import Panel
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
+from forecast.files import write_atomically
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
@@ -172,21 +172,8 @@ def read_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid JSON ({error}). Fix: save the forecaster again.") from error
 
 
-def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """``write(temporary)``, then the temporary file renamed to ``path``: a reader sees the old file or the new
-    one, never half of one. A temporary file of its own: under DDP every process writes the (same) config."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
-        write(Path(temporary))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _write_json(path: Path, content: Mapping[str, Any]) -> None:
-    _write_atomically(path, lambda temporary: temporary.write_text(json.dumps(content, indent=2) + "\n"))
+    write_atomically(path, lambda temporary: temporary.write_text(json.dumps(content, indent=2) + "\n"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -596,7 +583,7 @@ class Predictor:
         saved = _saved_state(self.fitted_state)  # refuses what config.json cannot keep before anything is written
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
-        _write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
+        write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
         write_config(directory, self.config, saved, self.split, self.data_file)
         return directory
 

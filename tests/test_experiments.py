@@ -495,6 +495,36 @@ def test_report_of_a_project_without_published_figures(tmp_path, monkeypatch, ca
     assert "| 6 | 24/12 | 0.500 / 0.250 (1) | 0.577 / 0.549 |" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("flag", ["--readme", "--output"])
+def test_report_leaves_its_file_whole_when_writing_it_fails(tmp_path, monkeypatch, flag):
+    """`forecast report --readme FILE` (or --output FILE) wrote the file in place: a crash or a full disk
+    mid-write left it truncated, the README's text around the tables lost. It is now written to a temporary
+    file beside it, renamed over it once whole."""
+    from forecast.cli import main
+
+    (tmp_path / "configs").mkdir()
+    append_row(tmp_path / "results" / "toy.csv", row(seq_len=24, label_len=12, pred_len=6))
+    target = tmp_path / "README.md"
+    original = "# Results\n\n<!-- results:begin -->\nold\n<!-- results:end -->\n\nmore text\n"
+    target.write_text(original)
+    real = Path.write_text
+
+    def full_disk(path, text, *args, **kwargs):  # half the text reaches the disk, then it is full
+        real(path, text[:len(text) // 2], *args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(OSError, match="No space left"):
+        main(["report", flag, str(target)])
+    assert target.read_text() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "configs", "results"]  # no temporary file
+    monkeypatch.setattr(Path, "write_text", real)
+    target.chmod(0o644)
+    assert main(["report", flag, str(target)]) == 0
+    assert "| naive |" in target.read_text() and target.stat().st_mode & 0o777 == 0o644  # its own permissions
+
+
 def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_only_its_block(tmp_path):
     from forecast import datasets
 
