@@ -296,12 +296,13 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
 
     A published figure is cited beside a row measured at its window: a paper's own figures
     at the configured setting's window (``settings``, from :func:`configured_settings`),
-    others at the window ``published.csv`` gives them.
+    others at the window ``published.csv`` gives them. Without ``published`` the tables have no column for them.
     """
     table = summarize(results)
     if table.empty:
         return "_No results yet._\n"
-    published = published if published is not None else pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW])
+    cites = published is not None  # else a column that would be blank in every row
+    published = published if cites else pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW])
     configured = set() if settings is None else set(
         settings[["dataset", "features", "seq_len", "label_len", "pred_len"]].itertuples(index=False, name=None))
     lines: list[str] = []
@@ -309,9 +310,9 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
             ["dataset", "features", "seq_len", "label_len", "pred_len"], sort=True):
         lines += [f"#### {dataset} `{features}` {seq}/{label}/{pred}", "",
                   "| model | recipe | options | training | seeds | test windows | MSE | MAE | MSE (orig) | MAE (orig) "
-                  "| R0.5 / R0.9 (orig) | 80% coverage | correction kept | epochs | train min/run | device "
-                  "| published MSE / MAE |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| R0.5 / R0.9 (orig) | 80% coverage | correction kept | epochs | train min/run | device |"
+                  + (" published MSE / MAE |" if cites else ""),
+                  "|---" * (17 if cites else 16) + "|"]
         at_configured = (dataset, features, seq, label, pred) in configured
         for row in block.itertuples():
             paper = _cited(published, dataset, features, row.model, pred, seq, label, at_configured)
@@ -321,7 +322,7 @@ def detail_tables(results: pd.DataFrame, published: pd.DataFrame | None = None,
                 f"| {_mean_std(row.mse, row.mse_std)} | {_mean_std(row.mae, row.mae_std)} "
                 f"| {_number(row.mse_orig)} | {_number(row.mae_orig)} | {_risks(row)} | {_number(row.coverage80)} "
                 f"| {_number(row.correction_kept)} | {row.epochs:.1f} "
-                f"| {row.train_minutes} | {row.device} | {cited} |")
+                f"| {row.train_minutes} | {row.device} |" + (f" {cited} |" if cites else ""))
         lines.append("")
     return "\n".join(lines)
 
@@ -334,12 +335,13 @@ def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.Pat
 
     results = read_results_dir(results_dir)
     settings = configured_settings(configs_dir)
+    cited_frame = None  # detail_tables' published figures: none, no column for them
     if published is None:
         published_frame = pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW])
         title, cited = "### Summary", ("No published figures are compared (`forecast report --published FILE.csv` "
                                        f"adds them, columns {list(PUBLISHED_COLUMNS)}).")
     else:
-        published_frame = read_published(published)
+        published_frame = cited_frame = read_published(published)
         title, cited = "### Summary: ours against the published numbers", (
             "Published figures come from each paper's own per-horizon settings; `transformer` is compared with the "
             "paper's Informer† (canonical attention) and `logsparse` with LogTrans.")
@@ -352,7 +354,7 @@ def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.Pat
         f"{MISSING} marks no figure. {cited}", "",
         summary_tables(results, settings, published_frame, datasets.names()),
         "### Every setting run", "",
-        detail_tables(results, published_frame, settings),
+        detail_tables(results, cited_frame, settings),
     ])
 
 

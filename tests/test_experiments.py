@@ -525,6 +525,22 @@ def test_report_leaves_its_file_whole_when_writing_it_fails(tmp_path, monkeypatc
     assert "| naive |" in target.read_text() and target.stat().st_mode & 0o777 == 0o644  # its own permissions
 
 
+def test_detail_tables_without_published_figures_have_no_published_column(tmp_path):
+    """Without published figures (no published.csv) every detail table still ended in an empty "published MSE /
+    MAE" column; it is left out, and every row has the header's cells."""
+    from forecast.report import render_report
+
+    (tmp_path / "configs").mkdir()
+    append_row(tmp_path / "results" / "toy.csv", row(seq_len=24, label_len=12, pred_len=6))
+    detail = render_report(tmp_path / "results", tmp_path / "configs").split("### Every setting run")[1]
+    table = [line for line in detail.splitlines() if line.startswith("|")]
+    assert len(table) == 3 and "published" not in detail
+    assert {line.count("|") for line in table} == {table[0].count("|")}
+    published = tmp_path / "published.csv"
+    published.write_text("dataset,features,pred_len,model,published_as,mse,mae,source\n")
+    assert "| published MSE / MAE |" in render_report(tmp_path / "results", tmp_path / "configs", published)
+
+
 def test_committed_report_lists_every_dataset_and_the_tables_script_rewrites_only_its_block(tmp_path):
     from forecast import datasets
 
