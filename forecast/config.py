@@ -375,9 +375,11 @@ def _tokens(overrides: Iterable[tuple[str, Any]] | Sequence[str]) -> list[str]:
 
 def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tuple[str, Any]] | Sequence[str] = (),
                  *, prog: str = "forecast fit", description: str | None = None,
-                 add_arguments: Callable[[Any], None] | None = None) -> tuple[RunConfig, dict[str, Any]]:
+                 add_arguments: Callable[[Any], None] | None = None, flag: str = "--{}"
+                 ) -> tuple[RunConfig, dict[str, Any]]:
     """The validated :class:`RunConfig` of config files and overrides, and the values of the command's
-    own flags (``add_arguments``) that were given. ``--help`` prints every option and exits."""
+    own flags (``add_arguments``) that were given. ``--help`` prints every option and exits. ``flag``: how the
+    caller's command line sets option ``{}`` (``forecast sweep``'s ``--set {}=VALUE``), for the messages."""
     from jsonargparse import ArgumentError
 
     tokens: list[str] = []
@@ -403,8 +405,10 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
         given = parser.parse_args([*(f"--config={path}" for path in paths), *tokens], defaults=False).as_dict()
     except ArgumentError as error:
         message = " ".join(str(error).split())
-        raise ConfigError(f"{source}: {message}.{valid_options_hint(parser, message)} Fix: see `{prog} --help` for "
-                          "every option and its type.") from None
+        # The command's own spelling: `forecast fit --help` lists the options, not how another command sets them.
+        fix = (f"see `{prog} --help` for every option and its type" if flag == "--{}" else
+               f"{flag.format('section.key')} with an option and a value of its type, as `{prog} --help` lists them")
+        raise ConfigError(f"{source}: {message}.{valid_options_hint(parser, message, flag)} Fix: {fix}.") from None
     given = _plain(given)
     given.pop("config", None)
     given.pop("__path__", None)
@@ -412,8 +416,9 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     return RunConfig.from_mapping(given, source), own
 
 
-def valid_options_hint(parser: Any, message: str) -> str:
-    """For unrecognized options: the valid options of their sections (and the closest names)."""
+def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:
+    """For unrecognized options: the valid options of their sections (and the closest names, as ``flag`` sets
+    them on the command line)."""
     unknown = [*(re.findall(r"--([\w.]+)", message) if message.startswith("unrecognized arguments") else []),
                *(f"{group}.{option}" for group, option in
                  re.findall(r"Group '([\w.]+)' does not accept option '(\w+)'", message)),
@@ -425,7 +430,7 @@ def valid_options_hint(parser: Any, message: str) -> str:
         section = name.rpartition(".")[0]
         valid = sorted(option.rpartition(".")[2] for option in known if option.rpartition(".")[0] == section)
         close = difflib.get_close_matches(name, known, n=1)
-        hints.append(f" Did you mean --{close[0]}?" if close else "")
+        hints.append(f" Did you mean {flag.format(close[0])}?" if close else "")
         if valid:
             hints.append(f" Valid {section or 'top-level'} options: {valid}.")
         else:
@@ -683,12 +688,14 @@ def _flow_yaml(value: Any) -> str:
 def load_config(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     overrides: Iterable[tuple[str, Any]] | Sequence[str] = (),
+    *,
+    flag: str = "--{}",
 ) -> RunConfig:
     """Read one or more YAML files (merged in order), apply overrides, validate (:func:`parse_config`).
 
     ``overrides`` are ``(dotted.key, value)`` pairs or command-line tokens
-    (``["--trainer.max_epochs", "1"]``).
+    (``["--trainer.max_epochs", "1"]``); ``flag``: how the caller's command line sets an option, for messages.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    return parse_config(paths, overrides)[0]
+    return parse_config(paths, overrides, flag=flag)[0]

@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 # A project's own folders by default; the repository's benchmark names its own in experiments/*.yaml sweep files.
 DEFAULT_CONFIGS_DIR = Path("configs")
 DEFAULT_RESULTS_DIR = Path("results")
+# How the sweep's overrides (--set, or the sweep file's overrides:) set an option: what its errors name.
+SET_FLAG = "--set {}=VALUE"
 _LIST_FIELDS = ("configs", "datasets", "models", "features", "horizons", "seeds")
 _SHARD = re.compile(r"\s*(-?\d+)\s*/\s*(-?\d+)\s*")
 _SHARD_FIX = ("Fix: --shard K/N with 0 <= K < N (K is 0-based: the N workers are 0/N, 1/N, ..., (N-1)/N), "
@@ -243,7 +245,7 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
     runs: list[PlannedRun] = []
     planned: dict[tuple[Path, Path], PlannedRun] = {}
     for path in _selected_configs(spec):
-        base = load_config(path, spec.overrides)
+        base = load_config(path, spec.overrides, flag=SET_FLAG)
         if base.run_dir is not None:  # every run (each seed) trains in its own folder, where fit and test find it
             raise ConfigError(f"{base.source} sets run_dir {base.run_dir}, which a sweep does not use: it trains each "
                               f"run in {_display_path(spec.runs_dir)}/<run name> (a folder per seed), where `forecast "

@@ -127,6 +127,18 @@ def test_a_sweep_run_keeps_the_quantile_levels_its_config_names(sweep_dirs, tmp_
         "a_q0.2", "a_q0.8", "OT_q0.2", "OT_q0.8"]
 
 
+def test_a_mistyped_set_option_is_named_with_the_sweeps_own_flag(sweep_dirs, capsys):
+    """`forecast sweep --set trainer.max_epoch=2` named the right option, but spelled it `--trainer.max_epochs`
+    and sent the user to `forecast fit --help`, flags sweep does not take: the fix is now a --set."""
+    config = str(sweep_dirs.configs_dir / "toy" / "naive_M_4.yaml")
+    assert main(["sweep", "--config", config, "--set", "trainer.max_epoch=2", "--dry_run"]) == 2
+    error = capsys.readouterr().err
+    assert "Did you mean --set trainer.max_epochs=VALUE?" in error and "Valid trainer options: [" in error
+    assert "Fix: --set section.key=VALUE" in error and "see `forecast fit --help`" not in error
+    assert main(["sweep", "--config", config, "--set", "trainer.max_epochs=many", "--dry_run"]) == 2
+    assert "Fix: --set section.key=VALUE" in capsys.readouterr().err
+
+
 def test_a_killed_sweep_loses_no_finished_row_and_resumes_the_interrupted_run(sweep_dirs):
     spec = sweep_dirs.updated(models=["informer"], seeds=[0, 1])
     with pytest.raises(Killed):
