@@ -318,6 +318,24 @@ def _last_rows(length: int, rows: int) -> slice:
     return slice(length - min(rows, length), None)
 
 
+def model_quantiles(module: ForecastModule, levels: Sequence[float], x: torch.Tensor, x_mark: torch.Tensor,
+                    y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
+    """``{level: [B, P, C_out]}`` on the model's scale from ``module``'s model if it is probabilistic, else ``{}``.
+
+    Drawn as ``evaluate()`` draws the quantiles it scores: the module's ``n_samples`` paths from a generator
+    seeded with its ``sample_seed`` (not the training seed), so the same forecaster gives the same quantiles every
+    time. The caller's RNG is left as it was, and seeded alike inside for models that draw from it instead.
+    """
+    model = module.model
+    if not levels or not model.probabilistic:
+        return {}
+    hparams = module.hparams
+    with private_rng(hparams.sample_seed, x.device):
+        generator = torch.Generator(device=x.device).manual_seed(hparams.sample_seed)
+        result = model.quantiles(x, x_mark, y_mark, levels, hparams.n_samples, generator)
+    return {level: result[level].to(torch.float64) for level in levels}
+
+
 class Predictor:
     """A fitted model (in its :class:`~forecast.module.ForecastModule`) with its :class:`FittedState`.
 
@@ -377,7 +395,7 @@ class Predictor:
         model, fitted = self.model, self.fitted_state
         with inference(model, batch) as (x, x_mark, y_mark):
             point = model(x, x_mark, y_mark)  # [B, P, C_out]
-            quantiles = self._model_quantiles(model, x, x_mark, y_mark)
+            quantiles = model_quantiles(self.module, self.quantile_levels, x, x_mark, y_mark)
         series = batch["series"].numpy() if fitted.panel is not None else None  # [B]: a panel's scaling
         original = {level: fitted.to_original(values.cpu().numpy(), series) for level, values in quantiles.items()}
         point_original = fitted.to_original(point.cpu().numpy().astype(np.float64), series)
@@ -387,24 +405,6 @@ class Predictor:
                 "values; if every input does this, the training diverged: fit again with a lower learning_rate."
             )
         return point_original, original
-
-    def _model_quantiles(self, model: ForecastModel, x: torch.Tensor, x_mark: torch.Tensor,
-                         y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
-        """``{level: [B, P, C_out]}`` on the model's scale from a probabilistic model, else ``{}``.
-
-        Drawn as ``evaluate()`` draws the quantiles it scores: the module's ``n_samples`` paths
-        from a generator seeded with its ``sample_seed`` (not the training seed), so the same
-        forecaster gives the same quantiles every time. The caller's RNG is left as it was, and
-        seeded alike inside for models that draw from it instead of the generator.
-        """
-        levels = self.quantile_levels
-        if not levels or not model.probabilistic:
-            return {}
-        hparams = self.module.hparams
-        with private_rng(hparams.sample_seed, x.device):
-            generator = torch.Generator(device=x.device).manual_seed(hparams.sample_seed)
-            result = model.quantiles(x, x_mark, y_mark, levels, hparams.n_samples, generator)
-        return {level: result[level].to(torch.float64) for level in levels}
 
     def _forecast_frame(self, batch: Mapping[str, torch.Tensor], index: pd.DatetimeIndex) -> pd.DataFrame:
         point, quantiles = self._forecast(batch)
