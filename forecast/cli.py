@@ -198,9 +198,9 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     config, flags = _config(command, tokens)
     run_dir = _require_fitted(config.resolved_run_dir(), config)
     forecaster = Forecaster.load(run_dir)
-    if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
-        _require_same_model(config, forecaster, run_dir)
     wanted = config.forecaster()
+    if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
+        _require_same_model(config, wanted, forecaster, run_dir)
     # The config's loader and device settings (never the saved ones, which may be another machine's) score the run.
     forecaster._options = forecaster._options.with_scoring(wanted._options)
     quantiles = wanted.quantile_levels if config.quantiles is not None else None  # checked as fit's
@@ -208,7 +208,8 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
                       config.split, flags, command, quantiles)
 
 
-def _require_same_model(config: RunConfig, forecaster: Forecaster, run_dir: Path) -> None:
+def _require_same_model(config: RunConfig, wanted_forecaster: Forecaster, forecaster: Forecaster, run_dir: Path
+                        ) -> None:
     """ConfigError naming each difference where ``run_dir`` (named by ``--run_dir``) holds another model or window
     than ``config`` names: the run is used as saved, so the config's options would be ignored. Training settings
     may differ (a run resumed with more epochs is the same run)."""
@@ -217,7 +218,7 @@ def _require_same_model(config: RunConfig, forecaster: Forecaster, run_dir: Path
 
     # Options that only load the windows: a run scored with other values is the same run (scored with the config's).
     loading = {*LOADING_OPTIONS, "num_workers"}
-    wanted, saved = config.forecaster().config, forecaster.config
+    wanted, saved = wanted_forecaster.config, forecaster.config
     registered = datasets.find(config.dataset)
     differences = [] if wanted["model"] == saved["model"] else [("model.name", saved["model"], wanted["model"])]
     for section, name in (("model_options", "model"), ("data", "data")):

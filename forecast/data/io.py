@@ -596,8 +596,8 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
     named = [column for column in frame.columns if str(column).lower() in _CONVENTIONAL_DATE_NAMES]
     if len(named) == 1:
         return named[0]  # holds no timestamps: parse_dates says what is wrong with it
-    levels = [name for name, values in zip(frame.index.names, _index_levels(frame.index), strict=True)
-              if isinstance(values, pd.DatetimeIndex)] if isinstance(frame.index, pd.MultiIndex) else []
+    levels = [name for name, level in zip(frame.index.names, frame.index.levels, strict=True)
+              if isinstance(level, pd.DatetimeIndex)] if isinstance(frame.index, pd.MultiIndex) else []
     if levels:  # e.g. a panel indexed by (id, date): only a DatetimeIndex alone is read as the time axis
         fix = (f"Fix: the timestamps are level {levels[0]!r} of the table's index {list(frame.index.names)!r}; "
                "df.reset_index() makes them a column.")
@@ -606,10 +606,6 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
                                                       "or index the data by a DatetimeIndex.")
     raise MissingDateColumnError(f"{origin.label}: no column holds timestamps; the columns are "
                                  f"{list(frame.columns)!r}. {fix}")
-
-
-def _index_levels(index: pd.MultiIndex) -> list[pd.Index]:
-    return [index.get_level_values(position) for position in range(index.nlevels)]
 
 
 def _extract_dates(

@@ -31,7 +31,6 @@ import pandas as pd
 from forecast.checks import require_choice
 from forecast.data.io import (
     FILL_POLICIES,
-    NAIVE,
     Origin,
     Table,
     _fill_non_finite,
@@ -212,12 +211,14 @@ def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Orig
 def _on_one_clock(series: list[PanelSeries], label: str) -> list[PanelSeries]:
     """Zoned series in several zones, all in UTC: a file written from a daylight-saving zone reads a series across
     the change as UTC instants and one within a season at its fixed offset, and a fit records one zone only."""
-    zones = {series_zone for one in series if (series_zone := zone_name(one.dates)) != NAIVE}
-    if len(zones) < 2 or any(one.dates.tz is None for one in series):
+    if any(one.dates.tz is None for one in series):
         return series
-    moved = [one.id for one in series if zone_name(one.dates) != "UTC"]
+    zones = [str(one.dates.tz) for one in series]
+    if len(set(zones)) < 2:
+        return series
+    moved = [one.id for one, zone in zip(series, zones, strict=True) if zone != "UTC"]
     logger.info("%s: the series' timestamps are in %d time zones or UTC offsets (e.g. daylight saving), so series "
-                "%s are read in UTC, as the others.", label, len(zones), ", ".join(map(repr, moved)))
+                "%s are read in UTC, as the others.", label, len(set(zones)), ", ".join(map(repr, moved)))
     return [replace(one, dates=one.dates.tz_convert("UTC")) for one in series]
 
 
