@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from forecast.files import write_text_atomically
 from forecast.recipes import get_recipe
 from forecast.report import configured_settings, read_published, read_results_dir, summarize, update_block
 
@@ -194,11 +195,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cells = cell_table(read_results_dir(args.results_dir), args.configs_dir, read_published(args.published),
                        args.paper_configs_dir)
-    args.readme.write_text(update_block(args.readme.read_text(), render(cells), BEGIN, END))
+    write_text_atomically(args.readme, update_block(args.readme.read_text(), render(cells), BEGIN, END))
     headline = "\n".join([render(cells, ("ETTh1",), summaries=False), "",
                           f"Over all {cells.groupby(['dataset', 'pred_len']).ngroups} cells of the benchmark "
                           "(every dataset's table: experiments/README.md):", "", *summary(cells)])
-    args.main_readme.write_text(update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END))
+    main_readme = update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END)
+    write_text_atomically(args.main_readme, main_readme)
     return 0
 
 

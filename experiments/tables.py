@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from forecast.files import write_text_atomically
 from forecast.report import (
     configured_settings,
     detail_tables,
@@ -70,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     body = render_report(args.results_dir, args.configs_dir, args.published)
     readme = update_block(args.readme.read_text(), body)
-    args.readme.write_text(update_block(readme, panel_tables(args.results_dir), PANEL_BEGIN, PANEL_END))
+    write_text_atomically(args.readme, update_block(readme, panel_tables(args.results_dir), PANEL_BEGIN, PANEL_END))
     headline = headline_tables(args.results_dir, args.published, args.configs_dir)
-    args.main_readme.write_text(update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END))
+    main_readme = update_block(args.main_readme.read_text(), headline, HEADLINE_BEGIN, HEADLINE_END)
+    write_text_atomically(args.main_readme, main_readme)
     return 0
 
 

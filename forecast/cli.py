@@ -438,7 +438,7 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
 
 
 def _report(args: argparse.Namespace, extra: list[str]) -> int:
-    from forecast.files import write_atomically
+    from forecast.files import write_text_atomically
     from forecast.report import render_report, update_block
 
     if extra:
@@ -452,11 +452,15 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
             raise ConfigError(f"{readme} does not exist. Fix: pass the Markdown file holding the result markers.")
         text = update_block(readme.read_text(), body)
         # Whole or not at all: a crash mid-write would truncate the README's own text around the tables.
-        write_atomically(readme, lambda temporary: temporary.write_text(text))
+        write_text_atomically(readme, text)
         print(f"updated the results tables in {readme}")
     elif args.output:
-        write_atomically(Path(args.output), lambda temporary: temporary.write_text(body + "\n"))
-        print(f"wrote {args.output}")
+        output = Path(args.output)
+        if output.is_dir():
+            raise ConfigError(f"--output {output} is a folder. Fix: name a file, e.g. {output / 'results.md'}.")
+        output.parent.mkdir(parents=True, exist_ok=True)  # as predict's and test's --output do
+        write_text_atomically(output, body + "\n")
+        print(f"wrote {output}")
     else:
         print(body)
     return 0

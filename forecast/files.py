@@ -24,3 +24,8 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """``path`` holds ``text``, replaced whole (:func:`write_atomically`)."""
+    write_atomically(path, lambda temporary: temporary.write_text(text))

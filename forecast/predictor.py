@@ -37,7 +37,7 @@ from forecast.data.io import Table
 from forecast.data.panel import Panel
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
-from forecast.files import write_atomically
+from forecast.files import write_atomically, write_text_atomically
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
@@ -173,7 +173,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def _write_json(path: Path, content: Mapping[str, Any]) -> None:
-    write_atomically(path, lambda temporary: temporary.write_text(json.dumps(content, indent=2) + "\n"))
+    write_text_atomically(path, json.dumps(content, indent=2) + "\n")
 
 
 @dataclasses.dataclass(frozen=True)

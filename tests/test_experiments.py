@@ -525,6 +525,21 @@ def test_report_leaves_its_file_whole_when_writing_it_fails(tmp_path, monkeypatc
     assert "| naive |" in target.read_text() and target.stat().st_mode & 0o777 == 0o644  # its own permissions
 
 
+def test_report_output_into_a_new_folder_or_onto_a_folder(tmp_path, monkeypatch, capsys):
+    """`forecast report --output reports/results.md` failed with a FileNotFoundError traceback when reports/ did
+    not exist (predict's and test's --output create their folder); a folder named as the file was an
+    IsADirectoryError. The folder is now created, and a folder as --output is refused with the fix."""
+    from forecast.cli import main
+
+    (tmp_path / "configs").mkdir()
+    append_row(tmp_path / "results" / "toy.csv", row(seq_len=24, label_len=12, pred_len=6))
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--output", "reports/new/results.md"]) == 0
+    assert "| naive |" in (tmp_path / "reports" / "new" / "results.md").read_text()
+    assert main(["report", "--output", "reports"]) == 2
+    assert "--output reports is a folder. Fix: name a file" in capsys.readouterr().err
+
+
 def test_detail_tables_without_published_figures_have_no_published_column(tmp_path):
     """Without published figures (no published.csv) every detail table still ended in an empty "published MSE /
     MAE" column; it is left out, and every row has the header's cells."""
