@@ -380,11 +380,13 @@ class Forecaster:
         return self.predictor.save(path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Forecaster:
+    def load(cls, path: str | os.PathLike[str], *, scored_like: Forecaster | None = None) -> Forecaster:
         """A forecaster written by :meth:`save` (or by ``fit(..., run_dir=path)``), ready to predict.
 
         The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
-        pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`.
+        pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`. ``scored_like``: a
+        forecaster whose loader and device settings (never its model) evaluate this one, where the saved ones
+        were another machine's.
         """
         config = read_config(Path(path))
         training = dict(config["training"])
@@ -393,6 +395,8 @@ class Forecaster:
                          seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
                          quantiles=config["quantiles"], progress=config["progress"],
                          **config["model_options"], **training)
+        if scored_like is not None:
+            forecaster._options = forecaster._options.with_scoring(scored_like._options)
         options = forecaster._options
         forecaster._predictor = Predictor.load(path, config, options.model_options, options.new_module)
         return forecaster

@@ -197,12 +197,11 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
                           command)
     config, flags = _config(command, tokens)
     run_dir = _require_fitted(config.resolved_run_dir(), config)
-    forecaster = Forecaster.load(run_dir)
     wanted = config.forecaster()
+    # The config's loader and device settings (never the saved ones, which may be another machine's) score the run.
+    forecaster = Forecaster.load(run_dir, scored_like=wanted)
     if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
         _require_same_model(config, wanted, forecaster, run_dir)
-    # The config's loader and device settings (never the saved ones, which may be another machine's) score the run.
-    forecaster._options = forecaster._options.with_scoring(wanted._options)
     quantiles = wanted.quantile_levels if config.quantiles is not None else None  # checked as fit's
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
                       config.split, flags, command, quantiles)

@@ -316,7 +316,12 @@ def test_a_config_with_its_run_dir_scores_with_the_configs_loader_and_device_set
                      "--trainer.accelerator", "cpu", "--trainer.devices", "1"]) == 0
     assert seen == [(7, "cpu", 1, 0)] * 2
     # the run's saved settings are kept in its folder: the run alone scores with them
-    assert Forecaster.load(workdir / "run").config["data"].get("eval_batch_size") is None
+    saved = Forecaster.load(workdir / "run")
+    assert saved.config["data"].get("eval_batch_size") is None
+    # what the command does, in Python: another forecaster's loader settings, never its model
+    scored = Forecaster.load(workdir / "run", scored_like=Forecaster("naive", eval_batch_size=5))
+    assert scored.config["data"]["eval_batch_size"] == 5
+    assert (scored.config["model"], scored.model_options) == (saved.config["model"], saved.model_options)
 
 
 def test_validate_scores_other_data_with_the_runs_scaler(workdir, capsys):
