@@ -345,3 +345,13 @@ def test_a_daylight_saving_csv_puts_every_series_on_one_clock(tmp_path, caplog):
     assert "series 'b'" in caplog.text and "read in UTC" in caplog.text
     rereading = prepare_panel(frame, id_column="unique_id", target="y", time_zone=panel.time_zone)  # new data
     assert [series.dates.equals(mine.dates) for series, mine in zip(rereading.series, panel.series)] == [True, True]
+
+
+def test_two_ids_written_alike_are_refused_by_name():
+    """Ids 1 and '1' were two series that a forecast's CSV and evaluate(by_series=True) both wrote as '1'."""
+    frame = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": 1, "s1": "1", "s2": "s2"}))
+    with pytest.raises(DataError, match=r"ids 1 and '1' of id column 'unique_id' are two series written alike.*"
+                                        r"astype\(str\)"):
+        prepare_panel(frame, **ROLES)
+    mixed = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": 1, "s1": "s1", "s2": 2.5}))
+    assert prepare_panel(mixed, **ROLES).ids == (2.5, 1, "s1")  # types may mix where the texts differ

@@ -143,6 +143,19 @@ def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column
                                  f"{list(frame.columns)!r}. Fix: name the column as the table spells it.")
 
 
+def _check_id_texts(ids: Sequence[Hashable], label: str, id_column: Hashable) -> None:
+    """DataError for two ids written alike (``1`` and ``"1"``): a forecast's CSV, ``evaluate(by_series=True)`` and
+    the id a file is read back with write ids as text, so the two series would be one there."""
+    seen: dict[str, Hashable] = {}
+    for series_id in ids:
+        other = seen.setdefault(str(series_id), series_id)
+        if other is not series_id:
+            raise DataError(f"{label}: ids {other!r} and {series_id!r} of id column {id_column!r} are two series "
+                            f"written alike ({str(series_id)!r}), so a forecast's CSV and reports could not tell "
+                            f"them apart. Fix: give the ids one type, e.g. df[{id_column!r}] = "
+                            f"df[{id_column!r}].astype(str), and rename one of the two.")
+
+
 def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin, *,
                  id_column: Hashable, date_column: Hashable, target: Hashable) -> pd.DateOffset:
     """A series' offset (``freq``, or inferred); its timestamps must go forward, be unique and follow it.
@@ -289,6 +302,7 @@ def prepare_panel(
                                   _static_values(rows, covariates["static_covariates"], where)))
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
+    _check_id_texts([one.id for one in series], origin.label, id_column)
     series = _on_one_clock(series, origin.label)
     return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
                  covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series),
