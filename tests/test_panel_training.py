@@ -14,7 +14,7 @@ from forecast import Forecaster
 from forecast.data import WindowDataModule
 from forecast.data.dataset import ITEM_KEYS
 from forecast.data.fitted import FittedState
-from forecast.errors import ConfigError, DataError, NonFiniteValueError
+from forecast.errors import ConfigError, DataError, NonFiniteValueError, UnknownColumnError
 from forecast.models import DataSpec, build_model, model_inputs
 
 WINDOWS = dict(seq_len=12, label_len=6, pred_len=4)
@@ -325,6 +325,18 @@ def test_a_panel_at_another_frequency_is_refused_by_evaluate_as_by_predict():
     for score in (fc.predict, fc.evaluate):
         with pytest.raises(DataError, match="irregular steps for frequency 'D'"):
             score(hourly)
+
+
+def test_new_data_lacking_a_fitted_column_names_it_as_fitted_for_predict_and_evaluate():
+    """A table without the fitted static covariate (or id column) was told to 'name the column as the table
+    spells it', though predict and evaluate name no column: the fit did."""
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    for score in (lambda data: fc.predict(data, future_covariates=future_frame(frame, promo=0.0)), fc.evaluate):
+        for column, role in (("region", "static_covariates"), ("store", "id_column")):
+            with pytest.raises(UnknownColumnError, match=rf"{role} '{column}' is not a column.*the model was fitted "
+                                                         r"with it\. Fix: pass data holding the fitted columns"):
+                score(frame.drop(columns=column))
 
 
 def test_plots_of_a_panel_name_their_series():

@@ -212,7 +212,7 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
                "past_covariates": list(cfg.past_covariates), "future_covariates": list(cfg.future_covariates),
                "static_covariates": list(cfg.static_covariates), "freq": _reading_freq(cfg.freq, given),
                "fill_nan": cfg.fill_nan}
-    panel = prepare_panel(source.data, **options, **_recorded_reading(given))
+    panel = prepare_panel(source.data, **options, **_recorded_reading(given), fitted=given is not None)
     split_spec = cfg.split if cfg.split is not None else "ratio"
     split_protocol, _ = resolve_split(split_spec)
     borders = panel_borders(panel, cfg.seq_len, cfg.pred_len, split_spec)

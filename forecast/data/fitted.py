@@ -261,7 +261,7 @@ class FittedState:
         """New rows of the fitted series (a panel: of some of its series), read with the fit's options; a wide
         table's fitted variables found by name (:meth:`select`)."""
         if self.panel is not None:
-            return prepare_panel(data, **self.prepare_options)
+            return prepare_panel(data, **self.prepare_options, fitted=True)
         return self.select(prepare_series(data, **self.prepare_options))
 
     def select(self, series: TimeSeries) -> TimeSeries:

@@ -123,8 +123,9 @@ class Panel:
 
 
 def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column: Hashable, target: Hashable,
-           covariates: dict[str, tuple[Hashable, ...]]) -> None:
-    """ConfigError for a column given two roles, UnknownColumnError for a column the table lacks."""
+           covariates: dict[str, tuple[Hashable, ...]], fitted: bool = False) -> None:
+    """ConfigError for a column given two roles, UnknownColumnError for a column the table lacks (``fitted``:
+    one the model was fitted with, so the fix is the data, not the name)."""
     named = [("id_column", id_column), ("date_column", date_column), ("target", target)]
     named += [(role, column) for role, columns in covariates.items() for column in columns]
     seen: dict[Hashable, str] = {}
@@ -139,8 +140,10 @@ def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column
         in_index = index_level_fix(frame, column)
         if in_index is not None:
             raise UnknownColumnError(f"{origin.label}: {role} {column!r} {in_index}.")
+        fix = (f"the model was fitted with it. Fix: pass data holding the fitted columns {[c for _, c in named]!r}"
+               if fitted else "Fix: name the column as the table spells it")
         raise UnknownColumnError(f"{origin.label}: {role} {column!r} is not a column; the columns are "
-                                 f"{list(frame.columns)!r}. Fix: name the column as the table spells it.")
+                                 f"{list(frame.columns)!r}; {fix}.")
 
 
 def _check_id_texts(ids: Sequence[Hashable], label: str, id_column: Hashable) -> None:
@@ -248,6 +251,7 @@ def prepare_panel(
     fill_nan: str | None = None,
     date_format: str | None = None,
     time_zone: str | None = None,
+    fitted: bool = False,
 ) -> Panel:
     """Validate a long-format table and split it into its series (see the module docstring).
 
@@ -257,7 +261,8 @@ def prepare_panel(
     Dates written day and month first are read in one order for the whole column, the one that fits every
     series (:func:`~forecast.data.io.day_month_format`; ``date_format``, a fit's, is kept where it fits).
     ``time_zone`` (a fit's) converts every series' timestamps into the fitted zone first
-    (:func:`~forecast.data.io.to_zone`).
+    (:func:`~forecast.data.io.to_zone`). ``fitted``: the roles are a fitted model's, so a missing column is
+    named as one the model was fitted with.
     """
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     if isinstance(data, pd.Series):
@@ -270,7 +275,7 @@ def prepare_panel(
                               "df.reset_index(), then pass date_column=<its name>.")
     covariates = {"past_covariates": tuple(past_covariates), "future_covariates": tuple(future_covariates),
                   "static_covariates": tuple(static_covariates)}
-    _roles(frame, origin, id_column, date_column, target, covariates)
+    _roles(frame, origin, id_column, date_column, target, covariates, fitted)
     missing_ids = np.flatnonzero(frame[id_column].isna().to_numpy())
     if missing_ids.size:
         raise DataError(f"{origin.label}: id column {id_column!r} is empty on {origin.row(int(missing_ids[0]))} "
