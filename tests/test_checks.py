@@ -126,6 +126,15 @@ def test_require_ints_normalises_to_a_tuple_and_names_the_element():
             require_ints("stack", value, 1)
 
 
+def test_a_level_given_in_percent_is_told_as_the_fraction():
+    """quantiles=(10, 90) said only 'must be a real number in (0, 1)'; now the message gives the fraction."""
+    with pytest.raises(ConfigError, match=r"quantiles\[1\] .*not percentages: 90 percent is 0\.9"):
+        require_levels("quantiles", (0.1, 90))
+    with pytest.raises(ConfigError) as error:
+        require_levels("quantiles", (0.1, 1.0))
+    assert "percent" not in str(error.value)
+
+
 def test_require_levels_checks_each_level_and_the_container():
     assert require_levels("q", [0.1, 0.9, 0.1]) == (0.1, 0.9, 0.1)  # repeats are the caller's concern
     assert require_levels("q", np.array([0.5])) == (0.5,)
