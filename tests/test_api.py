@@ -656,6 +656,22 @@ def test_gaussian_logsparse_adds_ordered_quantile_columns(csv, frame, tmp_path):
     assert len(fc.plot().axes[0].collections) == 1  # the 80% band
 
 
+def test_validation_coverage_after_scale_calibration_is_logged_as_in_sample(csv, caplog):
+    """evaluate(windows='val') gave coverage_0.8 = 0.8 of a scale fitted to cover 80% of those very windows, with
+    nothing saying so, though the docstring offered it as the check of calibration before looking at test."""
+    if "logsparse" not in MODELS:
+        pytest.skip("the LogSparse Transformer is not registered")
+    fc = Forecaster("logsparse", **WINDOW, features="S", max_epochs=1, head="gaussian", limit_train_batches=2,
+                    **tiny("logsparse")).fit(csv)
+    with caplog.at_level(logging.INFO, logger="forecast"):
+        val = fc.evaluate(windows="val")
+        assert val.loc["coverage_0.8"].iloc[0] == pytest.approx(0.8, abs=0.02)
+        assert "in-sample: calibrate_scale fitted the predictive scale to cover 80% of them" in caplog.text
+        caplog.clear()
+        fc.evaluate()
+    assert "in-sample" not in caplog.text
+
+
 class NoisyLast(ForecastModel):
     """Repeats the last value; ``sample`` adds unit Gaussian noise (standardized scale)."""
 

@@ -28,7 +28,8 @@ class DataConfig:
     batch: pass ``True`` to do the same). Val/test/predict loaders never drop
     or shuffle. ``test_split`` and ``predict_split`` name the windows the test and predict
     loaders serve (``'test'``; ``test_split='val'`` scores the validation windows with the
-    test report, e.g. to check a probabilistic model's calibration before looking at test).
+    test report, e.g. to check a probabilistic model's calibration before looking at test, unless
+    ``calibrate_scale`` fitted its scale on those very windows).
 
     ``id_column`` reads the data as a long-format panel of many series
     (:func:`~forecast.data.panel.prepare_panel`): the model's inputs are ``past_covariates`` then
