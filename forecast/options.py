@@ -16,6 +16,7 @@ import dataclasses
 import inspect
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -107,8 +108,10 @@ def _route(options: Mapping[str, Any]) -> tuple[dict, dict, dict, dict]:
     return data, training, trainer, model
 
 
-def _check_model_options(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any]) -> None:
-    """Build the model once on probe sizes: unknown names and bad values fail here, not at fit."""
+def _check_model_options(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any],
+                         recipe: Recipe, given: Sequence[str]) -> None:
+    """Build the model once on probe sizes: unknown names and bad values fail here, not at fit. A refusal that
+    names an option the recipe set, not ``given``, says so: the user never wrote it."""
     if not model_options:
         return
     try:
@@ -119,6 +122,12 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
         known = model_option_fields(model)
         unknown = sorted(name for name in model_options if name not in known)
         if not unknown:
+            implied = {name: value for name, value in recipe.options_for(model).items()
+                       if name not in given and re.search(rf"\b{name}\b", str(error))}
+            if implied:
+                raise ConfigError(f"{error} ({', '.join(f'{name}={value!r}' for name, value in implied.items())} "
+                                  f"came from recipe {recipe.name!r}: pass it to Forecaster(...) to override it, or "
+                                  "recipe='paper')") from error
             raise
         raise ConfigError(
             f"unknown option(s) {unknown} for Forecaster({model!r}). Valid options: model "
@@ -160,7 +169,7 @@ class ForecasterOptions:
             raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
         chosen = get_recipe(recipe)
         # The recipe's training settings and model options, beneath those given (their names never overlap).
-        options = {**chosen.training, **chosen.options_for(model), **options}
+        given, options = tuple(options), {**chosen.training, **chosen.options_for(model), **options}
         if max_epochs is None:
             max_epochs = options.pop("max_epochs", TrainingConfig.max_epochs)
         else:
@@ -182,7 +191,7 @@ class ForecasterOptions:
             )
         training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
                                   extra_trainer_options=extra)
-        _check_model_options(model, window, model_options)
+        _check_model_options(model, window, model_options, chosen, given)
         routed = cls(model, chosen, window, data_options, training, model_options, levels, progress, callbacks)
         routed.new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         return routed

@@ -51,6 +51,20 @@ def test_forecaster_defaults_are_the_improved_recipe_and_given_options_win():
     assert (mine.training.max_epochs, mine.training.learning_rate) == (2, 0.5)
 
 
+def test_a_refusal_of_an_option_the_recipe_set_says_it_came_from_the_recipe():
+    """Forecaster('logsparse', decoding='autoregressive') was refused for linear_skip, which the user never wrote
+    (the improved recipe sets it), and d_model=30 for n_heads=4 alike."""
+    with pytest.raises(ConfigError, match=r"linear_skip=False \(linear_skip=True came from recipe 'improved': "
+                                          r"pass it to Forecaster\(\.\.\.\) to override it, or recipe='paper'\)"):
+        Forecaster("logsparse", decoding="autoregressive")
+    with pytest.raises(ConfigError, match=r"n_heads=4 came from recipe 'improved'"):
+        Forecaster("informer", d_model=30)
+    with pytest.raises(ConfigError) as given:  # written by the user: nothing to add
+        Forecaster("logsparse", decoding="autoregressive", linear_skip=True)
+    assert "recipe" not in str(given.value)
+    Forecaster("logsparse", decoding="autoregressive", recipe="paper")
+
+
 def test_the_paper_recipe_is_the_models_and_training_defaults():
     fc = Forecaster("informer", recipe="paper")
     assert fc.model_options == {} and fc.training == TrainingConfig(extra_trainer_options={})
