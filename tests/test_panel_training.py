@@ -213,6 +213,16 @@ def test_prediction_refuses_missing_future_covariates_by_series_and_step():
         fc.predict(stranger, future_covariates=future_frame(stranger, promo=0.0))
 
 
+def test_future_covariates_given_by_name_to_predict_are_told_to_be_a_table_of_values():
+    """predict(df, future_covariates=['promo']), written as fit names them, said only 'data of type list'."""
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    with pytest.raises(ConfigError, match=r"future_covariates=\['promo'\] names columns, as fit\(\.\.\.\) does, but a "
+                                          r"forecast takes their values.*'store', the date and \['promo'\] at the "
+                                          r"pred_len=4 steps"):
+        fc.predict(frame, future_covariates=["promo"])
+
+
 def test_a_missing_future_covariate_value_names_the_series_column_and_steps(tmp_path):
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
