@@ -467,6 +467,20 @@ def test_a_csv_panel_keeps_its_ids_as_written_from_fit_to_forecast(tmp_path):
     pd.testing.assert_frame_equal(numbers.predict(path, future_covariates=calendar), forecast)
 
 
+def test_a_panel_of_mixed_id_types_forecasts_from_its_csv(tmp_path):
+    """Fitted on a frame with ids 1, 2 and 's2', the same stores read from its CSV ('1', '2', 's2') were 'not in the
+    data the model was fitted on': the numbers were matched as numbers only where no fitted id was text."""
+    frame = store_panel().assign(store=lambda f: f["store"].map({"s0": 1, "s1": 2, "s2": "s2"}).astype(object))
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    path, calendar = tmp_path / "stores.csv", tmp_path / "calendar.csv"
+    frame.to_csv(path, index=False)
+    future_frame(frame, promo=1.0).to_csv(calendar, index=False)
+    from_file = fc.predict(path, future_covariates=calendar)
+    from_frame = fc.predict(frame, future_covariates=future_frame(frame, promo=1.0))
+    assert from_file["store"].tolist() == from_frame["store"].astype(str).tolist()
+    np.testing.assert_allclose(from_file["sales"], from_frame["sales"])
+
+
 def test_a_panel_fitted_in_a_time_zone_forecasts_the_same_instants_given_in_another():
     """Paris days given in UTC: a step of 23 hours at the clock change read as a gap, and the steps matched no
     covariate row; converted to the fitted zone, they are the fitted series' days."""

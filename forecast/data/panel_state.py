@@ -98,6 +98,12 @@ class PanelFit:
             return self.ids.index(series_id)
         except ValueError:
             pass
+        if isinstance(series_id, str):
+            # A frame's ids of mixed types (1 and 's2') are written as text in its CSV: a fit never holds two
+            # ids written alike (prepare_panel refuses them), so the text names one.
+            texts = [str(known) for known in self.ids]
+            if texts.count(series_id) == 1:
+                return texts.index(series_id)
         # A fit whose ids are numbers (a frame's, or a file's read before ids were kept as written) knows the
         # series a file now names '007' as 7.
         if isinstance(series_id, str) and not any(isinstance(known, str) for known in self.ids):
