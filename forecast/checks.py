@@ -88,6 +88,8 @@ def require_real(name: str, value: object, *, low: float | None = None, high: fl
     if valid and high is not None:
         valid = value < high if high_open else value <= high
     if not valid:
+        if not hint and (low, high) == (0, 1):  # a level, rho, coverage or dropout rate
+            hint = _percent_hint(value)
         raise _fail(name, _interval(low, high, low_open, high_open), value, hint)
     return float(value)
 
@@ -117,12 +119,12 @@ def require_levels(name: str, values: object, *, allow_empty: bool = False) -> t
     """
     expected = f"a {'' if allow_empty else 'non-empty '}list of levels in (0, 1), e.g. (0.1, 0.5, 0.9)"
     items = _items(name, values, expected, allow_empty)
-    return tuple(require_real(f"{name}[{index}]", value, low=0, high=1, low_open=True, high_open=True,
-                              hint=_percent_hint(value)) for index, value in enumerate(items))
+    return tuple(require_real(f"{name}[{index}]", value, low=0, high=1, low_open=True, high_open=True)
+                 for index, value in enumerate(items))
 
 
 def _percent_hint(value: object) -> str:
-    """How to write a level given in percent (90 for 0.9), else nothing."""
+    """How to write a fraction given in percent (90 for 0.9), else nothing."""
     if is_real(value) and 1 < value < 100:
         return f"levels are fractions, not percentages: {value!r} percent is {value / 100:g}"
     return ""

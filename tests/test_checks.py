@@ -22,6 +22,7 @@ from forecast.checks import (
 )
 from forecast.data.config import DataConfig
 from forecast.errors import ConfigError
+from forecast.metrics import interval_coverage, rho_risk
 from forecast.models import DataSpec, InformerConfig, LogSparseConfig, SeasonalNaiveConfig
 from forecast.training import TrainingConfig
 
@@ -133,6 +134,10 @@ def test_a_level_given_in_percent_is_told_as_the_fraction():
     with pytest.raises(ConfigError) as error:
         require_levels("quantiles", (0.1, 1.0))
     assert "percent" not in str(error.value)
+    for check in (lambda: rho_risk(np.zeros((1, 1, 1)), np.ones((1, 1, 1)), 90),
+                  lambda: interval_coverage(np.zeros((2, 1, 1, 1)), np.ones((1, 1, 1)), level=80)):
+        with pytest.raises(ConfigError, match=r"percent is 0\.[98]"):
+            check()
 
 
 def test_require_levels_checks_each_level_and_the_container():
