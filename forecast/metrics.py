@@ -148,6 +148,9 @@ def _check_levels(values: Sequence[float], name: str, allow_empty: bool = False)
     checked = require_levels(name, values, allow_empty=allow_empty)
     if len({round(value, _LEVEL_DIGITS) for value in checked}) != len(checked):
         raise ConfigError(f"{name}={values!r} repeats a value; list each one once.")
+    if len({f"{value:g}" for value in checked}) != len(checked):  # the metric names: one would hide the other
+        raise ConfigError(f"{name}={values!r} holds levels that differ only after their sixth significant digit, "
+                          "which the metric names (rho_risk_0.123457) do not show. Fix: levels that differ sooner.")
     return checked
 
 

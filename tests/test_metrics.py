@@ -516,3 +516,13 @@ def test_report_and_summary_validation() -> None:
         metrics.pivot_report(pd.DataFrame({"metric": ["mse"]}))
     with pytest.raises(DataError, match="no per-horizon rows"):
         metrics.horizon_table(metrics.report({"original": summary}), "standardized")
+
+
+def test_levels_that_one_metric_name_would_show_alike_are_refused():
+    """rhos 0.1234567 and 0.1234568 both made 'rho_risk_0.123457': the summary kept one value and dropped the other."""
+    rng = np.random.default_rng(0)
+    samples, true = rng.normal(size=(20, 3, 2, 2)), rng.normal(size=(3, 2, 2))
+    with pytest.raises(ConfigError, match=r"differ only after their sixth significant digit"):
+        metrics.probabilistic_summary(samples, true, rhos=(0.1234567, 0.1234568), levels=())
+    with pytest.raises(ConfigError, match=r"levels=\(0\.8, 0\.80000001\)"):
+        metrics.ProbabilisticAccumulator(levels=(0.8, 0.80000001))
