@@ -223,6 +223,21 @@ def test_future_covariates_given_by_name_to_predict_are_told_to_be_a_table_of_va
         fc.predict(frame, future_covariates=["promo"])
 
 
+@pytest.mark.parametrize("fill_nan", [None, "ffill"])
+def test_forecast_steps_appended_to_the_history_are_refused_with_the_fix(fill_nan):
+    """Steps to forecast appended with an empty target (and their promotions) were refused as 'row 280 is nan' with
+    fill_nan as the fix, which refuses them too; now both name the empty last rows and the fix, as fill_nan did."""
+    frame = store_panel()
+    fc = Forecaster("naive", **WINDOWS, progress=False, fill_nan=fill_nan).fit(frame, date_column="date", **ROLES)
+    future = future_frame(frame, promo=1.0)
+    appended = pd.concat([frame, future.assign(region=future["store"].map({"s0": "north", "s1": "south",
+                                                                           "s2": "north"}))], ignore_index=True)
+    with pytest.raises(DataError, match=r"series 's0': column 'sales' is empty on its last 4 row\(s\), from row 280: a "
+                                        r"forecast starts after the last row.*Fix: drop those rows \(a panel's future "
+                                        r"steps go in predict\(\.\.\., future_covariates=\.\.\.\)\)"):
+        fc.predict(appended, future_covariates=future)
+
+
 def test_a_missing_future_covariate_value_names_the_series_column_and_steps(tmp_path):
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)

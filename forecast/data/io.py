@@ -829,6 +829,17 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
     finite = np.isfinite(values.to_numpy())
     if finite.all():
         return values
+    # A forecast starts after the last row: empty last rows, filled or not, would move it past the last observation.
+    after_last = ~np.maximum.accumulate(finite[::-1], axis=0)[::-1] & finite.any(axis=0)  # [T, C] after the last value
+    if after_last.any():
+        column = int(np.flatnonzero(after_last.any(axis=0))[0])
+        n_rows = int(after_last[:, column].sum())
+        raise NonFiniteValueError(
+            f"{origin.label}: column {values.columns[column]!r} is empty on its last {n_rows} row(s), from "
+            f"{origin.row(len(values) - n_rows, values.index)}: a forecast starts after the last row, and fill_nan "
+            "fills gaps before the last observation only. Fix: drop those rows (a panel's future steps go in "
+            "predict(..., future_covariates=...))."
+        )
     if fill_nan is None:
         rows, cols = np.nonzero(~finite)
         column = values.columns[cols[0]]
@@ -843,17 +854,6 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
         raise NonFiniteValueError(
             f"{origin.label}: column {empty[0]!r} has no finite value to fill from. "
             "Fix: drop the column (or pass columns=[...] without it)."
-        )
-    # A forecast starts after the last row: filled last rows would move its start past the last observation.
-    after_last = ~np.maximum.accumulate(finite[::-1], axis=0)[::-1]  # [T, C] rows after each column's last value
-    if after_last.any():
-        column = int(np.flatnonzero(after_last.any(axis=0))[0])
-        n_rows = int(after_last[:, column].sum())
-        raise NonFiniteValueError(
-            f"{origin.label}: column {values.columns[column]!r} is empty on its last {n_rows} row(s), from "
-            f"{origin.row(len(values) - n_rows, values.index)}: fill_nan fills gaps before the last observation, "
-            "never after it, where a forecast would start from guessed values. Fix: drop those rows (a "
-            "panel's future steps go in predict(..., future_covariates=...))."
         )
     missing = values.replace([np.inf, -np.inf], np.nan)
     if fill_nan == "ffill":
