@@ -332,26 +332,23 @@ class Forecaster:
                  detail: bool = False, by_series: bool = False) -> pd.DataFrame:
         """Score every window of a split (test by default).
 
-        Returns a metric x scale table (:func:`forecast.metrics.pivot_report`): MSE, MAE,
-        RMSE on the standardized and the original scale, MAPE and MSPE in original units
-        only, rho-risks (a point forecast taken as every quantile) and, for probabilistic models,
-        interval coverage, all horizons and
-        variables pooled; ``attrs["n_windows"]`` counts the windows. ``detail=True``
-        returns the long report (:func:`forecast.metrics.report`) instead, with columns
-        ``scale``, ``metric``, ``horizon`` (``"all"`` or 1..P), ``variable``, ``value``,
-        ``n_windows``, for per-horizon and per-variable breakdowns.
+        Returns a metric x scale table (:func:`forecast.metrics.pivot_report`): MSE, MAE, RMSE on the standardized
+        and the original scale, MAPE and MSPE in original units only, rho-risks (a point forecast taken as every
+        quantile) and, for probabilistic models, interval coverage, all horizons and variables pooled;
+        ``attrs["n_windows"]`` counts the windows. ``detail=True`` returns the long report
+        (:func:`forecast.metrics.report`) instead, with columns ``scale``, ``metric``, ``horizon`` (``"all"`` or
+        1..P), ``variable``, ``value``, ``n_windows``, for per-horizon and per-variable breakdowns.
 
-        Default: the fitted data's test windows. ``windows='val'`` (or ``'train'``) scores
-        that split's windows instead: e.g. a probabilistic model's interval coverage on
-        validation, checked before looking at test (but ``calibrate_scale``, on in the ``improved`` recipe, fits
-        the scale to cover 80% of the validation windows: their coverage is then 0.8 by construction, as logged).
-        ``split`` (default the fit's) splits the fitted data another way, e.g.
-        ``split=("2021-06-01", "2021-09-01")`` to score a later period; ``data`` scores other data, e.g. after
-        ``load``. Both are scaled with the fitted state (never refitted); ``data`` must hold the fitted
-        variables (found by name, in any order), else :class:`~forecast.errors.UnknownColumnError`.
+        Default: the fitted data's test windows. ``windows='val'`` (or ``'train'``) scores that split's windows
+        instead: e.g. a probabilistic model's interval coverage on validation, checked before looking at test (but
+        ``calibrate_scale``, on in the ``improved`` recipe, fits the scale to cover 80% of the validation windows:
+        their coverage is then 0.8 by construction, as logged). ``split`` (default the fit's) splits the fitted data
+        another way, e.g. ``split=("2021-06-01", "2021-09-01")`` to score a later period; ``data`` scores other
+        data, e.g. after ``load``. Both are scaled with the fitted state (never refitted); ``data`` must hold the
+        fitted variables (found by name, in any order), else :class:`~forecast.errors.UnknownColumnError`.
 
-        A panel's windows of every series are pooled; ``by_series=True`` returns one row per
-        series instead (:func:`forecast.predictor.series_report`).
+        A panel's windows of every series are pooled; ``by_series=True`` returns one row per series instead
+        (:func:`forecast.predictor.series_report`).
         """
         require_choice("windows", windows, SPLIT_NAMES)
         return _score(self, data, split, windows, detail, by_series)

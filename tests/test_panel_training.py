@@ -218,7 +218,7 @@ def test_future_covariates_given_by_name_to_predict_are_told_to_be_a_table_of_va
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
     with pytest.raises(ConfigError, match=r"future_covariates=\['promo'\] names columns, as fit\(\.\.\.\) does, but a "
-                                          r"forecast takes their values.*'store', the date and \['promo'\] at the "
+                                          r"forecast takes their values.*'store', 'date' and \['promo'\] at the "
                                           r"pred_len=4 steps"):
         fc.predict(frame, future_covariates=["promo"])
 

@@ -308,11 +308,6 @@ class FittedState:
             raise ConfigError(f"{series.source}: future covariates were given, but the model was fitted with "
                               f"none{wide}. Fix: leave future_covariates out, or fit a long table of many series "
                               "with id_column=... and future_covariates=[...].")
-        if isinstance(future, (list, tuple)):  # fit's future_covariates=[...] names them; forecasting needs values
-            raise ConfigError(f"{series.source}: future_covariates={list(future)!r} names columns, as fit(...) does, "
-                              "but a forecast takes their values. Fix: pass a long table (or its CSV path) holding "
-                              f"{self.panel.id_column!r}, the date and {list(self.panel.known_columns)!r} at the "
-                              f"pred_len={self.pred_len} steps after each series' end.")
         if isinstance(series, Panel):
             return _panel_future_batch(self, series, future)
         seq_len, label_len, pred_len = self.seq_len, self.label_len, self.pred_len

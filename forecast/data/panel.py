@@ -392,6 +392,11 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
                         f"needs their values for the {pred_len} steps after each series' end. Fix: pass "
                         f"future_covariates=<a long table with {panel.id_column!r}, {panel.date_column!r} and "
                         f"{columns!r}>.")
+    if isinstance(future, (list, tuple)):  # fit's future_covariates=[...] names them; forecasting needs values
+        raise ConfigError(f"{panel.source}: future_covariates={list(future)!r} names columns, as fit(...) does, but "
+                          f"a forecast takes their values. Fix: pass a long table (or its CSV path) holding "
+                          f"{panel.id_column!r}, {panel.date_column!r} and {columns!r} at the pred_len={pred_len} "
+                          "steps after each series' end.")
     # A file's ids as written, to match a panel's text ids ('007'); numbers, to match a frame's integer ids.
     text_ids = all(isinstance(series_id, str) for series_id in panel.ids)
     frame, origin = read_table(future, text_columns=(panel.id_column,) if text_ids else ())
