@@ -319,6 +319,19 @@ def test_covariates_without_an_id_column_are_refused():
         Forecaster("naive", **WINDOWS).fit(store_panel(), batch_size=4)
 
 
+def test_a_panel_refuses_options_that_would_choose_other_inputs_than_it_feeds():
+    frame = store_panel().assign(footfall=1.0)
+    with pytest.raises(ConfigError, match=r"features='S' forecasts from the target alone.*past_covariates="
+                                          r"\['footfall'\]. Fix: leave past_covariates out"):
+        WindowDataModule(frame, **WINDOWS, **ROLES, features="S", past_covariates=["footfall"])
+    with pytest.raises(ConfigError, match="columns=.*Fix: leave columns unset"):
+        WindowDataModule(frame, **WINDOWS, **ROLES, columns=["sales"])
+    assert panel_module(frame, features="S").input_columns == ["sales"]  # the committed panel configs' univariate S
+    for features in ("M", "MS"):  # the default, and all in with the target out: what a panel with covariates is
+        assert panel_module(frame, features=features, past_covariates=["footfall"]).input_columns == ["footfall",
+                                                                                                    "sales"]
+
+
 def test_evaluation_pools_every_series_and_breaks_down_by_series():
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)

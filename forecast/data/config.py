@@ -34,8 +34,9 @@ class DataConfig:
     ``id_column`` reads the data as a long-format panel of many series
     (:func:`~forecast.data.panel.prepare_panel`): the model's inputs are ``past_covariates`` then
     ``target`` (which must be named), its output the target; ``future_covariates`` (known ahead)
-    and ``static_covariates`` travel beside them. ``features`` and ``columns`` then play no part,
-    and the wide-table quirks (``allow_irregular``, ``allow_duplicates``) are refused.
+    and ``static_covariates`` travel beside them. ``features`` then plays no part (``'S'`` with
+    ``past_covariates`` is refused, as it would feed them all the same), and ``columns`` and the wide-table
+    quirks (``allow_irregular``, ``allow_duplicates``) are refused.
     """
 
     seq_len: int
@@ -113,6 +114,11 @@ class DataConfig:
                 if getattr(self, name):
                     raise ConfigError(f"{name}=True is for wide tables; a panel's series must be regular and "
                                       "unique in time. Fix: resample the series, or drop the repeated rows.")
+            if self.features == "S" and self.past_covariates:
+                raise ConfigError(f"features='S' forecasts from the target alone, but a panel's inputs are its target "
+                                  f"and the covariates it names, past_covariates={list(self.past_covariates)!r}. "
+                                  "Fix: leave past_covariates out for a univariate model (features plays no part "
+                                  "in a panel).")
             if self.columns is not None:
                 raise ConfigError("columns=... chooses a wide table's variables; a panel's are its target and "
                                   "past_covariates. Fix: leave columns unset.")
