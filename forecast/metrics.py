@@ -725,12 +725,14 @@ class ProbabilisticAccumulator(_GridMetric):
             return _summary_from_groups(self._groups(), self._windows())
 
 
-def _as_tensor(values: Any, name: str) -> torch.Tensor:
+def _as_tensor(values: Any, name: str, dims: str = "N, P, C") -> torch.Tensor:
+    """``values`` as a tensor, its shape checked before conversion so that an error names the type passed."""
+    if not isinstance(values, (np.ndarray, torch.Tensor)) or values.ndim != dims.count(",") + 1 or 0 in values.shape:
+        raise DataError(f"{name} must be a non-empty numpy array or torch tensor shaped [{dims}]; got "
+                        f"{type(values).__name__} of shape {tuple(getattr(values, 'shape', ()))}.")
     if isinstance(values, torch.Tensor):
         return values
-    if isinstance(values, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(values))
-    raise DataError(f"{name} must be a numpy array or torch tensor; got {type(values).__name__}.")
+    return torch.from_numpy(np.ascontiguousarray(values))
 
 
 def point_summary(pred: Array, true: Array, *, zeros: ZeroPolicy = "exclude", eps: float = 0.0) -> MetricSummary:
@@ -755,7 +757,7 @@ def probabilistic_summary(
     if isinstance(forecast, Mapping):
         forecast_tensors: Any = {level: _as_tensor(values, f"quantile {level}") for level, values in forecast.items()}
     else:
-        forecast_tensors = _as_tensor(forecast, "samples")
+        forecast_tensors = _as_tensor(forecast, "samples", "S, N, P, C")
     accumulator.to(true_tensor.device)
     accumulator.update(forecast_tensors, true_tensor)
     return accumulator.summary()

@@ -518,6 +518,17 @@ def test_report_and_summary_validation() -> None:
         metrics.horizon_table(metrics.report({"original": summary}), "standardized")
 
 
+def test_summaries_of_badly_shaped_arrays_name_the_type_the_user_passed() -> None:
+    """2-D numpy input was told "must be a non-empty torch tensor ... got Tensor": the converted type, not theirs."""
+    flat = np.ones((4, 3))
+    for call in (lambda: metrics.point_summary(flat, flat), lambda: metrics.probabilistic_summary(flat, flat)):
+        with pytest.raises(DataError, match=r"must be a non-empty numpy array or torch tensor shaped \[N, P, C\]; "
+                                            r"got ndarray of shape \(4, 3\)"):
+            call()
+    with pytest.raises(DataError, match=r"samples must be .* shaped \[S, N, P, C\]; got ndarray of shape \(4, 3, 1"):
+        metrics.probabilistic_summary(np.ones((4, 3, 1)), np.ones((4, 3, 1)))
+
+
 def test_levels_that_one_metric_name_would_show_alike_are_refused():
     """rhos 0.1234567 and 0.1234568 both made 'rho_risk_0.123457': the summary kept one value and dropped the other."""
     rng = np.random.default_rng(0)
