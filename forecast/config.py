@@ -425,12 +425,19 @@ def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:
                *re.findall(r"Option '([\w.]+)' is not accepted", message)]
     known = [option[2:] for action in parser._actions for option in action.option_strings
              if option.startswith("--") and option[2:] not in ("help", "config", "print_config", "print_shtab")]
+    by_key: dict[str, list[str]] = {}
+    for option in known:
+        by_key.setdefault(option.rpartition(".")[2], []).append(option)
     hints = []
     for name in unknown:
-        section = name.rpartition(".")[0]
+        section, _, key = name.rpartition(".")
         valid = sorted(option.rpartition(".")[2] for option in known if option.rpartition(".")[0] == section)
-        close = difflib.get_close_matches(name, known, n=1)
-        hints.append(f" Did you mean {flag.format(close[0])}?" if close else "")
+        # Keys are compared without their sections: a shared "model." made d_modle look close to model.name.
+        close = difflib.get_close_matches(key, by_key, n=1)
+        if close:
+            options = by_key[close[0]]
+            suggestion = next((option for option in options if option.rpartition(".")[0] == section), options[0])
+            hints.append(f" Did you mean {flag.format(suggestion)}?")
         if valid:
             hints.append(f" Valid {section or 'top-level'} options: {valid}.")
         else:

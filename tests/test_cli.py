@@ -577,6 +577,16 @@ def test_an_empty_config_file_sets_nothing_and_flags_are_not_blamed_on_the_file(
         load_config("tiny.yaml", ["--model.factr", "2"])
 
 
+def test_an_option_is_suggested_only_when_its_name_is_close(capsys):
+    """naive has one model option: --model.d_modle was asked 'Did you mean --model.name?' (the shared section)."""
+    assert main(["fit", "--data.dataset", "toy.csv", "--model.name", "naive", "--model.d_modle", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --model.d_modle" in err and "Valid model options: ['name']" in err
+    assert "Did you mean" not in err
+    assert main(["fit", "--data.dataset", "toy.csv", "--model.name", "naive", "--model.seq_len", "3"]) == 2
+    assert "Did you mean --data.seq_len?" in capsys.readouterr().err  # the right key in another section
+
+
 def test_overrides_are_parsed_with_each_options_type(workdir):
     config = load_config("tiny.yaml", ["--model.d_model", "64", "--model.stack=[3, 2, 1]", "seed=2", "--data.target",
                                        "no", "--trainer.max-epochs", "3", "--data.split", "null",
