@@ -424,12 +424,12 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
                                "results": str(run.results)} for run in runs])
         print(frame.to_string(index=False))
         counts = frame["status"].value_counts()
-        print(f"{len(runs)} runs: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "partial", "pending"))
+        print(f"{len(runs)} run{'s' * (len(runs) != 1)}: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("done", "partial", "pending"))
               + share)
         return 0
     summary = run_sweep(spec, progress=args.progress, fail_fast=args.fail_fast,
                         announce=lambda line: print(line, flush=True))
-    print(f"sweep{share}: {len(summary.ran)} run, {len(summary.skipped)} already done, "
+    print(f"sweep{share}: {len(summary.ran)} ran, {len(summary.skipped)} already done, "
           f"{len(summary.failed)} failed")
     for run, error in summary.failed:
         print(f"  failed: {run.config_path} seed {run.experiment.seed}: {error}")

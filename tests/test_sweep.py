@@ -213,11 +213,12 @@ def test_sweep_file_and_flags_combine(sweep_dirs, tmp_path, capsys):
     assert spec.models == ("naive",) and spec.overrides == (("trainer.max_epochs", 1),)
     assert main(["sweep", "--sweep", str(sweep_file), "--seeds", "5", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "pending" in out and "1 runs: 0 done, 0 partial, 1 pending" in out
+    assert "pending" in out and "1 run: 0 done, 0 partial, 1 pending" in out
     assert main(["sweep", "--sweep", str(sweep_file), "--seeds", "5"]) == 0
+    assert "sweep: 1 ran, 0 already done, 0 failed" in capsys.readouterr().out  # was '1 runs' and '3 run'
     assert read_results(tmp_path / "results" / "toy.csv").seed.tolist() == [5]
     assert main(["sweep", "--sweep", str(sweep_file), "--seeds", "5", "--dry-run"]) == 0
-    assert "1 runs: 1 done" in capsys.readouterr().out
+    assert "1 run: 1 done" in capsys.readouterr().out
     sweep_file.write_text("modles: [naive]\n")
     with pytest.raises(ConfigError, match="unknown sweep option"):
         SweepSpec.from_file(sweep_file)
