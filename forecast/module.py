@@ -8,6 +8,7 @@ here or, when absent, the trainer's datamodule's (``datamodule.fitted``).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -25,6 +26,8 @@ from forecast.data.fitted import FittedState
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
 from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, horizon_target, model_inputs
+
+logger = logging.getLogger(__name__)
 
 LossName = Literal["mse", "mae", "huber"]
 Schedule = Literal["halve", "cosine", "none"]
@@ -54,7 +57,9 @@ class ForecastModule(L.LightningModule):
     Args:
         model: the model; it trains on ``model.loss`` and is scored on ``forward`` (and on
             ``sample`` when ``model.probabilistic``).
-        loss: training loss on the standardized scale.
+        loss: training loss on the standardized scale, and the validation loss (early stopping, the
+            best epoch). A model with its own objective (``model.own_objective``: LogSparse's Gaussian
+            head trains on the negative log-likelihood) uses ``loss`` for the validation loss only.
         learning_rate: Adam's initial learning rate.
         lr_schedule: ``halve`` (Informer: x0.5 after every epoch), ``cosine`` over
             ``max_epochs``, or ``none``.
@@ -93,6 +98,9 @@ class ForecastModule(L.LightningModule):
         self.model = model
         self.fitted = fitted
         self.loss_fn = LOSSES[loss]
+        if model.own_objective is not None:
+            logger.info("%s trains on %s; loss=%r sets only the validation loss (early stopping, the best epoch).",
+                        type(model).__name__, model.own_objective, loss)
         # NaN propagates ("disable"), as in val_mse/val_mae: torchmetrics' default would drop NaN
         # batch losses with a warning and score a partly diverged epoch on its finite windows
         # only, so early stopping and the best checkpoint could pick it. A NaN val_loss is never

@@ -124,6 +124,17 @@ def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
     assert again["test_rho_risk_0.9"] == first["test_rho_risk_0.9"]  # seeded sampling
 
 
+def test_a_model_with_its_own_objective_says_what_the_loss_option_still_sets(caplog):
+    """A Gaussian-head LogSparse given loss='mae' trained on the likelihood while nothing said so."""
+    spec = DataSpec.from_fitted(datamodule("S").fitted)
+    with caplog.at_level(logging.INFO, logger="forecast.module"):
+        ForecastModule(build_model("logsparse", spec, head="gaussian", **LOGSPARSE), loss="mae")
+        ForecastModule(build_model("logsparse", spec, **LOGSPARSE), loss="mae")  # a point head trains on mae
+    said = [record.getMessage() for record in caplog.records if record.name == "forecast.module"]
+    assert said == ["LogSparseTransformer trains on the Gaussian negative log-likelihood; loss='mae' sets only the "
+                    "validation loss (early stopping, the best epoch)."]
+
+
 def test_loss_falls_on_a_learnable_series():
     dm = datamodule("M")
     torch.manual_seed(0)

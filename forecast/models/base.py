@@ -292,6 +292,11 @@ class ForecastModel(nn.Module):
         return loss_fn(pred, horizon_target(batch["y"], pred.shape[2], pred.shape[1]))
 
     @property
+    def own_objective(self) -> str | None:
+        """What :meth:`loss` trains on where it ignores ``loss_fn`` (a likelihood), else None."""
+        return None
+
+    @property
     def probabilistic(self) -> bool:
         """Whether :meth:`sample` and :meth:`quantiles` forecast distributions."""
         return False

@@ -317,6 +317,10 @@ class LogSparseTransformer(ForecastModel):
     # -- probabilistic forecasts -------------------------------------------------------------
 
     @property
+    def own_objective(self) -> str | None:
+        return "the Gaussian negative log-likelihood" if self.config.head == "gaussian" else None
+
+    @property
     def probabilistic(self) -> bool:
         """Whether :meth:`sample` and :meth:`quantiles` are available (the Gaussian head)."""
         return self.config.head == "gaussian"
