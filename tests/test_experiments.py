@@ -929,7 +929,7 @@ def test_background_sweep_starts_a_worker_from_a_worktree_pinned_at_the_commit(t
                 break
             time.sleep(0.1)
         log = (grid / "A.log").read_text()
-        assert "experiments/long_horizon/ETTh1/naive_M_96.yaml" in log and "1 runs:" in log
+        assert "experiments/long_horizon/ETTh1/naive_M_96.yaml" in log and "1 run:" in log
         assert (tree / "forecast" / "__init__.py").is_file()
         missing = subprocess.run(["bash", "experiments/background_sweep.sh"], cwd=ROOT, env=environment,
                                  capture_output=True, text=True, timeout=60)
