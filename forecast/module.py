@@ -98,9 +98,6 @@ class ForecastModule(L.LightningModule):
         self.model = model
         self.fitted = fitted
         self.loss_fn = LOSSES[loss]
-        if model.own_objective is not None:
-            logger.info("%s trains on %s; loss=%r sets only the validation loss (early stopping, the best epoch).",
-                        type(model).__name__, model.own_objective, loss)
         # NaN propagates ("disable"), as in val_mse/val_mae: torchmetrics' default would drop NaN
         # batch losses with a warning and score a partly diverged epoch on its finite windows
         # only, so early stopping and the best checkpoint could pick it. A NaN val_loss is never
@@ -162,6 +159,12 @@ class ForecastModule(L.LightningModule):
             for scale, metric in self.test_quantiles.items()})
 
     # -- training ----------------------------------------------------------------------------
+
+    def on_fit_start(self) -> None:
+        # Said when training starts, not at construction: loading a saved run trains nothing.
+        if self.model.own_objective is not None:
+            logger.info("%s trains on %s; loss=%r sets only the validation loss (early stopping, the best epoch).",
+                        type(self.model).__name__, self.model.own_objective, self.hparams.loss)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model.loss(batch, self.loss_fn)

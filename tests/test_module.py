@@ -124,12 +124,18 @@ def test_probabilistic_models_add_rho_risk_and_coverage_on_both_scales():
     assert again["test_rho_risk_0.9"] == first["test_rho_risk_0.9"]  # seeded sampling
 
 
-def test_a_model_with_its_own_objective_says_what_the_loss_option_still_sets(caplog):
-    """A Gaussian-head LogSparse given loss='mae' trained on the likelihood while nothing said so."""
-    spec = DataSpec.from_fitted(datamodule("S").fitted)
-    with caplog.at_level(logging.INFO, logger="forecast.module"):
+def test_a_model_with_its_own_objective_says_what_the_loss_option_still_sets_when_it_trains(caplog):
+    """A Gaussian-head LogSparse given loss='mae' trained on the likelihood while nothing said so; then it said so
+    at every construction, also when a saved run was loaded to predict."""
+    dm = datamodule("S")
+    spec = DataSpec.from_fitted(dm.fitted)
+    gaussian = ForecastModule(build_model("logsparse", spec, head="gaussian", **LOGSPARSE), loss="mae")
+    point = ForecastModule(build_model("logsparse", spec, **LOGSPARSE), loss="mae")  # a point head trains on mae
+    with caplog.at_level(logging.INFO, logger="forecast.module"), lightning_warnings():
         ForecastModule(build_model("logsparse", spec, head="gaussian", **LOGSPARSE), loss="mae")
-        ForecastModule(build_model("logsparse", spec, **LOGSPARSE), loss="mae")  # a point head trains on mae
+        assert not [record for record in caplog.records if record.name == "forecast.module"]  # built, not trained
+        for module in (gaussian, point):
+            trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=1).fit(module, datamodule=dm)
     said = [record.getMessage() for record in caplog.records if record.name == "forecast.module"]
     assert said == ["LogSparseTransformer trains on the Gaussian negative log-likelihood; loss='mae' sets only the "
                     "validation loss (early stopping, the best epoch)."]
