@@ -126,5 +126,5 @@ def require_levels(name: str, values: object, *, allow_empty: bool = False) -> t
 def _percent_hint(value: object) -> str:
     """How to write a fraction given in percent (90 for 0.9), else nothing."""
     if is_real(value) and 1 < value < 100:
-        return f"levels are fractions, not percentages: {value!r} percent is {value / 100:g}"
+        return f"pass a fraction, not a percentage: {value!r} percent is {value / 100:g}"
     return ""

@@ -129,8 +129,12 @@ def test_require_ints_normalises_to_a_tuple_and_names_the_element():
 
 def test_a_level_given_in_percent_is_told_as_the_fraction():
     """quantiles=(10, 90) said only 'must be a real number in (0, 1)'; now the message gives the fraction."""
-    with pytest.raises(ConfigError, match=r"quantiles\[1\] .*not percentages: 90 percent is 0\.9"):
+    with pytest.raises(ConfigError, match=r"quantiles\[1\] .*not a percentage: 90 percent is 0\.9"):
         require_levels("quantiles", (0.1, 90))
+    with pytest.raises(ConfigError) as error:  # said 'levels are fractions' of a dropout rate too
+        require_real("dropout", 10, low=0, high=1, high_open=True)
+    assert "pass a fraction, not a percentage: 10 percent is 0.1" in str(error.value)
+    assert "level" not in str(error.value)
     with pytest.raises(ConfigError) as error:
         require_levels("quantiles", (0.1, 1.0))
     assert "percent" not in str(error.value)
