@@ -461,8 +461,9 @@ class Predictor:
         x_dates, y_dates = datamodule.window_timestamps(split)
         return {key: value.unsqueeze(0) for key, value in item.items()}, x_dates[window], y_dates[window]
 
-    def _window_frames(self, window: int, split: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        """History, forecast and truth frames (original units) of one window of a split."""
+    def _window_frames(self, window: int, split: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int | None]:
+        """History, forecast and truth frames (original units) of one window of a split, and its panel series'
+        index (``None`` for a wide table)."""
         batch, x_dates, y_dates = self._window_input(window, split)
         fitted, label_len = self.fitted_state, self.fitted_state.label_len
         c_out = len(fitted.output_columns)
@@ -473,7 +474,7 @@ class Predictor:
         index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
         return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
                 self._forecast_frame(batch, index),
-                pd.DataFrame(truth, index=index, columns=columns))
+                pd.DataFrame(truth, index=index, columns=columns), series)
 
     def _history(self, df: Table | None, rows: int, series_id: Hashable | None = None) -> pd.DataFrame:
         """The last ``rows`` rows of the output variables (a panel: of series ``series_id``), original units,
@@ -517,12 +518,12 @@ class Predictor:
             if df is not None or series is not None or future_covariates is not None:
                 raise ConfigError("plot(window=...) draws a window of the fitted data: df, series and "
                                   "future_covariates are for the forecast of the real future. Fix: give either.")
-            past, future, truth = self._window_frames(window, split)
+            past, future, truth, series_index = self._window_frames(window, split)
             if rows is not None:
                 past = past.iloc[_last_rows(len(past), rows)]
             title = f"{self.model_name}: {split} window {window}"
-            if fitted.panel is not None:
-                title += f", series {fitted.panel.ids[int(self._window_input(window, split)[0]['series'][0])]!r}"
+            if series_index is not None:
+                title += f", series {fitted.panel.ids[series_index]!r}"
         else:
             if df is None:
                 self.require_data("plot() without df")
