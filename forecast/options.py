@@ -30,7 +30,7 @@ from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.errors import ConfigError
 from forecast.plotting import check_forecast_names
-from forecast.models import MODELS, DataSpec, ForecastModel, build_model
+from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_config_class
 from forecast.models import model_options as model_option_fields
 from forecast.module import ForecastModule
 from forecast.predictor import is_jsonable, jsonable, private_rng
@@ -114,6 +114,7 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
     names an option the recipe set, not ``given``, says so: the user never wrote it."""
     if not model_options:
         return
+    _refuse_idle_revin_center(model, model_options, recipe, given)
     try:
         with private_rng():
             build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
@@ -135,6 +136,23 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
             f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
             "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
         ) from error
+
+
+def _refuse_idle_revin_center(model: str, model_options: Mapping[str, Any], recipe: Recipe,
+                              given: Sequence[str]) -> None:
+    """``revin_center`` chosen without RevIN would do nothing. Refused only where it was given and differs from
+    what the recipe (else the model's config) sets: a CLI config carries every option, and ``revin=False`` alone
+    under a recipe that centres its RevIN must keep working."""
+    if "revin_center" not in given or "revin_center" not in model_option_fields(model):
+        return
+    config = model_config_class(model)[0]
+    if model_options.get("revin", config.revin):
+        return
+    default = recipe.options_for(model).get("revin_center", config.revin_center)
+    if model_options["revin_center"] != default:
+        raise ConfigError(f"revin_center={model_options['revin_center']!r} chooses the centre of reversible instance "
+                          "normalization, which is off (revin=False). Fix: pass revin=True, or leave revin_center "
+                          "out.")
 
 
 # --------------------------------------------------------------------- ForecasterOptions

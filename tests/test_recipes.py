@@ -51,6 +51,20 @@ def test_forecaster_defaults_are_the_improved_recipe_and_given_options_win():
     assert (mine.training.max_epochs, mine.training.learning_rate) == (2, 0.5)
 
 
+@pytest.mark.parametrize("model", ["informer", "transformer", "logsparse"])
+def test_a_revin_center_without_revin_is_refused_unless_the_recipe_chose_it(model):
+    """Forecaster('informer', revin=False, revin_center='last') trained without RevIN, ignoring the centre."""
+    for options in ({"revin": False, "revin_center": "last"}, {"recipe": "paper", "revin_center": "last"}):
+        with pytest.raises(ConfigError, match=r"revin_center='last' chooses the centre .* Fix: pass revin=True"):
+            Forecaster(model, **options)
+    # Turning RevIN off keeps working where the recipe centres it, also with that centre spelled out (a CLI
+    # config carries every option), and a centre that is the config's own default does nothing either way.
+    assert Forecaster(model, revin=False).model_options["revin"] is False
+    Forecaster(model, revin=False, revin_center="persistence")
+    Forecaster(model, recipe="paper", revin_center="mean")
+    assert Forecaster(model, recipe="paper", revin=True, revin_center="last").model_options["revin_center"] == "last"
+
+
 def test_a_refusal_of_an_option_the_recipe_set_says_it_came_from_the_recipe():
     """Forecaster('logsparse', decoding='autoregressive') was refused for linear_skip, which the user never wrote
     (the improved recipe sets it), and d_model=30 for n_heads=4 alike."""
