@@ -45,7 +45,7 @@ from forecast.options import ForecasterOptions
 from forecast.plotting import check_forecast_names
 from forecast.predictor import DataFile, Predictor, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE
-from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, test_windows
+from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, placement, test_windows
 
 __all__ = ["Forecaster", "model_option_names"]
 
@@ -389,8 +389,8 @@ class Forecaster:
 
         The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
         pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`. ``scored_like``: a
-        forecaster whose loader and device settings (never its model) evaluate this one, where the saved ones
-        were another machine's.
+        forecaster whose loader and device settings (never its model) evaluate this one, and place it for
+        ``predict``, where the saved ones were another machine's.
         """
         config = read_config(Path(path))
         training = dict(config["training"])
@@ -402,5 +402,6 @@ class Forecaster:
         if scored_like is not None:
             forecaster._options = forecaster._options.with_scoring(scored_like._options)
         options = forecaster._options
-        forecaster._predictor = Predictor.load(path, config, options.model_options, options.new_module)
+        forecaster._predictor = Predictor.load(path, config, options.model_options, options.new_module,
+                                               device=None if scored_like is None else placement(options.training))
         return forecaster

@@ -590,13 +590,15 @@ class Predictor:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], config: Mapping[str, Any], model_options: Mapping[str, Any],
-             new_module: Callable[[ForecastModel, FittedState], ForecastModule]) -> Predictor:
+             new_module: Callable[[ForecastModel, FittedState], ForecastModule], *,
+             device: torch.device | None = None) -> Predictor:
         """The predictor saved in ``path``, whose ``config.json`` holds ``config``; the model is built with
         ``model_options`` and wrapped by ``new_module`` (:meth:`ForecasterOptions.new_module
         <forecast.options.ForecasterOptions.new_module>`, with the training settings).
 
-        The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU: a file holding
-        pickled code (or a damaged one) raises :class:`~forecast.errors.ConfigError`.
+        The weights are read with ``torch.load(..., weights_only=True)`` onto the CPU (then moved to ``device``,
+        where it forecasts, when given): a file holding pickled code (or a damaged one) raises
+        :class:`~forecast.errors.ConfigError`.
         """
         directory = Path(path)
         if not (directory / WEIGHTS_FILE).is_file():
@@ -621,6 +623,6 @@ class Predictor:
             raise ConfigError(f"{directory / CONFIG_FILE}: data_file {recorded!r} is not a path and a sha256. "
                               "Fix: fit again, or remove data_file (the run then names its file by its stem only)."
                               ) from None
-        return cls(new_module(model, fitted), fitted,
+        return cls(new_module(model, fitted).to(device or "cpu"), fitted,
                    {k: v for k, v in config.items() if k not in ("fitted", "split", "data_file")},
                    split=config.get("split"), data_file=data_file)

@@ -517,6 +517,13 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     return trainer
 
 
+def placement(config: TrainingConfig) -> torch.device:
+    """The device a scoring trainer of ``config`` runs the model on (one process's), as evaluation resolves it:
+    ``accelerator='auto'`` a GPU where there is one. ConfigError names a setting Lightning refuses."""
+    with lightning_messages(False):
+        return build_trainer(config, None, enable_progress_bar=False, enable_model_summary=False).strategy.root_device
+
+
 def log_interval(train_batches: int, processes: int = 1, limit_train_batches: float | int | None = None,
                  default: int = 50) -> int:
     """Lightning's ``log_every_n_steps`` for an epoch of ``train_batches`` batches: at most one epoch.

@@ -21,6 +21,7 @@ from forecast.config import RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
 from forecast.experiment import dataset_label
 from forecast.recipes import get_recipe
+from forecast.training import TrainingConfig, placement
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 300, 32, 16, 8
 TINY = {
@@ -351,6 +352,21 @@ def test_predict_forecasts_the_quantiles_its_config_names(workdir):
         assert list(future.columns) == ["a", "OT", *columns, *(name.replace("a_", "OT_") for name in columns)]
     assert (future["a_q0.2"] < future["a_q0.8"]).all()
     assert main(["predict", *by_flags, "--quantiles", "[0.2, 1.5]"]) == 2  # checked as fit checks it
+
+
+def test_predict_runs_where_the_config_places_the_model(workdir, capsys):
+    """`predict --trainer.accelerator cuda` forecast on the CPU (the saved model's device) and said nothing, while
+    `test` with the same config scored on the accelerator; now predict places the model as scoring does, and an
+    accelerator this machine lacks is refused by name."""
+    by_flags = ["--model.name", "dlinear", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                "--data.label_len", "16", "--data.pred_len", "8", "--trainer.max_epochs", "1"]
+    assert main(["fit", *by_flags]) == 0
+    assert main(["predict", *by_flags, "--trainer.accelerator", "cpu", "--output", "future.csv"]) == 0
+    capsys.readouterr()
+    if not torch.cuda.is_available():
+        assert main(["predict", *by_flags, "--trainer.accelerator", "cuda", "--output", "future.csv"]) == 2
+        assert "'accelerator': 'cuda'" in capsys.readouterr().err
+    assert placement(TrainingConfig(accelerator="cpu")) == torch.device("cpu")
 
 
 def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
