@@ -484,6 +484,17 @@ def test_fill_policies_never_fill_after_the_last_observation(policy):
         prepare_series(frame, fill_nan=policy)
 
 
+@pytest.mark.parametrize("policy", [None, "ffill"])
+def test_infinities_after_the_last_finite_value_are_not_called_empty(policy):
+    """Last rows holding inf were refused as 'empty on its last 2 row(s)' with 'drop those rows' as the only fix."""
+    frame = make_frame(n=12)
+    frame.loc[[10, 11], "OT"] = [np.inf, -np.inf]
+    with pytest.raises(NonFiniteValueError, match=r"'OT' holds -inf and inf on its last 2 row\(s\), from row 10, "
+                                                  r"after its last finite value.*Fix: correct those values") as error:
+        prepare_series(frame, fill_nan=policy)
+    assert "empty" not in str(error.value)
+
+
 def test_fill_cannot_invent_a_column_that_is_all_nan():
     frame = make_frame().assign(a=np.nan)
     with pytest.raises(NonFiniteValueError, match="'a'.*columns="):

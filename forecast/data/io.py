@@ -834,11 +834,19 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
     if after_last.any():
         column = int(np.flatnonzero(after_last.any(axis=0))[0])
         n_rows = int(after_last[:, column].sum())
+        tail = values.iloc[len(values) - n_rows:, column].to_numpy()
+        infinite = np.unique(tail[np.isinf(tail)])
+        where = f"on its last {n_rows} row(s), from {origin.row(len(values) - n_rows, values.index)}"
+        if infinite.size:  # not empty: values no forecast may start from
+            raise NonFiniteValueError(
+                f"{origin.label}: column {values.columns[column]!r} holds {' and '.join(map(str, infinite))} "
+                f"{where}, after its last finite value: a forecast starts after the last row, and fill_nan fills "
+                "non-finite values before the last finite one only. Fix: correct those values, or drop those rows."
+            )
         raise NonFiniteValueError(
-            f"{origin.label}: column {values.columns[column]!r} is empty on its last {n_rows} row(s), from "
-            f"{origin.row(len(values) - n_rows, values.index)}: a forecast starts after the last row, and fill_nan "
-            "fills gaps before the last observation only. Fix: drop those rows (a panel's future steps go in "
-            "predict(..., future_covariates=...))."
+            f"{origin.label}: column {values.columns[column]!r} is empty {where}: a forecast starts after the last "
+            "row, and fill_nan fills gaps before the last observation only. Fix: drop those rows (a panel's future "
+            "steps go in predict(..., future_covariates=...))."
         )
     if fill_nan is None:
         rows, cols = np.nonzero(~finite)
