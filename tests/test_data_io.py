@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -532,6 +533,22 @@ def test_a_long_format_panel_read_as_one_series_is_named_with_the_fixes(ids):
     by_time = by_series.sort_values(["ds", "unique_id"], kind="stable", ignore_index=True)
     with pytest.raises(DuplicateTimestampError, match=r"long-format panel of 3 series.*df\[df\['unique_id'\] =="):
         prepare_series(by_time, date_column="ds", target="y", features="S")
+
+
+@pytest.mark.parametrize("start", ["2024-03-30", "2024-03-01"])  # day > 12 first, and dates that read both ways
+def test_day_first_dates_with_daylight_saving_offsets_read_as_utc_instants(tmp_path, caplog, start):
+    """'01/03/2024 00:00+01:00' .. '31/03/2024 05:00+02:00' (day first, a Paris clock) was refused with pandas'
+    'Mixed timezones detected. Pass utc=True in to_datetime' and the fix 'use one time zone', or read with
+    pandas' day-first UserWarning escaping."""
+    local = pd.date_range(start, periods=24 * 40, freq="h", tz="Europe/Paris")
+    path = tmp_path / "paris.csv"
+    pd.DataFrame({"date": local.strftime("%d/%m/%Y %H:%M%z"), "OT": np.arange(len(local), dtype=float)}).to_csv(
+        path, index=False)
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        series = prepare_series(path)
+    assert series.dates.equals(local.tz_convert("UTC")) and series.freq == pd.tseries.frequencies.to_offset("h")
+    assert caplog.text.count("offsets vary (e.g. daylight saving)") == 1
 
 
 @pytest.mark.parametrize(("start", "freq", "error"), [("2021-03-27", "h", IrregularTimestampError),  # 02:00 skipped

@@ -224,7 +224,10 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format
             "right column with date_column=..."
         )
     elif date_format is not None:
-        parsed = pd.to_datetime(raw, format=date_format, errors="coerce")
+        parsed, offsets_vary = _read_in_format(raw, date_format)
+        if offsets_vary:
+            logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps are "
+                        "read, and forecasts written, in UTC.", origin.label, column)
     else:
         parsed = _parse_date_strings(raw, column=column, origin=origin)
     missing = np.flatnonzero(pd.isna(parsed).to_numpy())
@@ -267,8 +270,8 @@ def day_month_format(raw: pd.Series, *, column: Hashable, origin: Origin, freq: 
     readings = {}
     for date_format in (day_first, month_first):
         try:
-            parsed = pd.to_datetime(present, format=date_format, errors="coerce")
-        except (ValueError, TypeError, OverflowError):  # e.g. UTC offsets that differ: parse_dates says so
+            parsed = _read_in_format(present, date_format)[0]
+        except (ValueError, TypeError, OverflowError):
             continue
         if parsed.notna().all():
             readings[date_format] = parsed
@@ -303,6 +306,18 @@ def day_month_format(raw: pd.Series, *, column: Hashable, origin: Origin, freq: 
         f"{rule}, so the order cannot be told. Fix: {by_freq}write the dates as ISO 8601 (2024-01-31), or "
         f"parse them first with pd.to_datetime(df[{column!r}], format={day_first!r}) (or {month_first!r})."
     )
+
+
+def _read_in_format(values: pd.Series, date_format: str) -> tuple[pd.Series, bool]:
+    """``values`` read in ``date_format``, NaT where one does not fit it, and whether their UTC offsets vary.
+    Offsets that differ from row to row (daylight saving) each name one instant: read as UTC, the one clock on
+    which they all keep their steps."""
+    try:
+        return pd.to_datetime(values, format=date_format, errors="coerce"), False
+    except ValueError:
+        if "%z" not in date_format:
+            raise
+        return pd.to_datetime(values, format=date_format, errors="coerce", utc=True), True
 
 
 def _steps_of(dates: pd.Series, groups: pd.Series | None) -> str:
