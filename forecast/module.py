@@ -165,6 +165,12 @@ class ForecastModule(L.LightningModule):
         if self.model.own_objective is not None:
             logger.info("%s trains on %s; loss=%r sets only the validation loss (early stopping, the best epoch).",
                         type(self.model).__name__, self.model.own_objective, self.hparams.loss)
+        spec = self.model.spec
+        if not self.model.reads_other_inputs and spec.c_in > spec.c_out:
+            unread = (f"{spec.c_in - spec.c_out} input(s)" if self.fitted is None else
+                      repr(list(self.fitted.input_columns)[:spec.c_in - spec.c_out]))  # inputs end with the outputs
+            logger.info("%s forecasts each output variable from its own past, so its other inputs, %s (features="
+                        "'MS', or a panel's past_covariates), are not read.", type(self.model).__name__, unread)
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model.loss(batch, self.loss_fn)

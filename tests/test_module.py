@@ -141,6 +141,22 @@ def test_a_model_with_its_own_objective_says_what_the_loss_option_still_sets_whe
                     "validation loss (early stopping, the best epoch)."]
 
 
+def test_a_model_that_reads_only_each_variables_own_past_says_which_inputs_it_leaves(caplog):
+    """dlinear under features='MS' forecast the target from the target alone and said nothing of the other
+    variables it was given; a model that reads them (Informer) says nothing."""
+    dm = datamodule("MS")
+    spec = DataSpec.from_fitted(dm.fitted)
+    assert spec.c_in > spec.c_out
+    with caplog.at_level(logging.INFO, logger="forecast.module"), lightning_warnings():
+        for name, options in (("dlinear", {}), ("informer", TINY)):
+            module = ForecastModule(build_model(name, spec, **options), fitted=dm.fitted)
+            trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=1).fit(module, datamodule=dm)
+    said = [record.getMessage() for record in caplog.records if record.name == "forecast.module"]
+    others = list(dm.fitted.input_columns[:-1])
+    assert said == [f"DLinear forecasts each output variable from its own past, so its other inputs, {others!r} "
+                    "(features='MS', or a panel's past_covariates), are not read."]
+
+
 def test_loss_falls_on_a_learnable_series():
     dm = datamodule("M")
     torch.manual_seed(0)

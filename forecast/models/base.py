@@ -269,6 +269,9 @@ class ForecastModel(nn.Module):
     * :meth:`loss`: the training objective of a batch. Default: the given point loss of
       ``forward`` against the horizon; a model with its own objective (a likelihood,
       teacher forcing) overrides it.
+    * :attr:`reads_other_inputs` (True): whether an output's forecast reads the inputs that are not outputs
+      (``MS``'s other variables, a panel's past covariates); the baselines that forecast each variable from
+      its own past say False.
     * :attr:`probabilistic` (False) with :meth:`sample` and :meth:`quantiles`: predictive
       distributions. :meth:`quantiles` defaults to the empirical quantiles of sample paths.
     * :attr:`calibratable` (False) with :meth:`calibrate_scale`: a predictive scale fitted on
@@ -295,6 +298,11 @@ class ForecastModel(nn.Module):
     def own_objective(self) -> str | None:
         """What :meth:`loss` trains on where it ignores ``loss_fn`` (a likelihood), else None."""
         return None
+
+    @property
+    def reads_other_inputs(self) -> bool:
+        """Whether the inputs that are not outputs (``MS``'s other variables, past covariates) reach the forecast."""
+        return True
 
     @property
     def probabilistic(self) -> bool:

@@ -78,6 +78,8 @@ class DLinear(ForecastModel):
     forecast step and its series and static codes a learned level each.
     """
 
+    reads_other_inputs = False  # each output variable forecast from its own past only
+
     def __init__(self, spec: DataSpec, config: DLinearConfig | None = None):
         super().__init__()
         config = config or DLinearConfig()

@@ -19,6 +19,8 @@ class RepeatLast(ForecastModel):
     It has no parameters, so training it is a no-op.
     """
 
+    reads_other_inputs = False  # each output variable forecast from its own past only
+
     def __init__(self, spec: DataSpec):
         super().__init__()
         self.spec = spec
@@ -53,6 +55,8 @@ class SeasonalNaive(ForecastModel):
     exactly one season (``L == m``, a day of 15-minute data at input 96) has no seasonal
     difference to bootstrap: the model then forecasts points only (``probabilistic`` is False).
     """
+
+    reads_other_inputs = False  # each output variable forecast from its own past only
 
     def __init__(self, spec: DataSpec, config: SeasonalNaiveConfig):
         super().__init__()
