@@ -608,7 +608,8 @@ class Predictor:
                                               **(scaling if "panel" in scaling else {"scaler": scaling})})
         with private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
             model = build_model(config["model"], DataSpec.from_fitted(fitted), **model_options)
-        state = load_checkpoint(directory / WEIGHTS_FILE)  # refuses pickled code and damaged files
+        # refuses pickled code and damaged files
+        state = load_checkpoint(directory / WEIGHTS_FILE, fix="save the forecaster again, or fit it again")
         if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
             raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster "
                               "again.")

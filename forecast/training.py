@@ -542,27 +542,28 @@ def log_interval(train_batches: int, processes: int = 1, limit_train_batches: fl
     return max(1, min(default, batches))
 
 
-def load_checkpoint(path: str | os.PathLike, *, mmap: bool = False) -> Any:
+RESUME_FIX = "delete it and resume from another checkpoint, or train from scratch (resume=False)"
+
+
+def load_checkpoint(path: str | os.PathLike, *, mmap: bool = False, fix: str = RESUME_FIX) -> Any:
     """Read a checkpoint or weights file onto the CPU with ``torch.load(weights_only=True)``.
 
     Checkpoints are data (tensors, numbers, strings, containers); a file that needs
     unpickling code to load (a pickled callable or class instance) is refused with a
     ConfigError, like a damaged one. ``mmap`` maps the tensors instead of reading them
-    (a cheap check of a large file).
+    (a cheap check of a large file). ``fix`` ends the messages: what to do instead (default: a resumed run's).
     """
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as error:
         raise ConfigError(
             f"{path} holds pickled objects that are not plain data (weights_only=True refuses them: "
-            f"{str(error).splitlines()[0]}). Checkpoints are never unpickled as code. Fix: resume from a "
-            "checkpoint written by this package, or delete it and train from scratch (resume=False)."
+            f"{str(error).splitlines()[0]}). Checkpoints are never unpickled as code. Fix: {fix}."
         ) from error
     except (RuntimeError, EOFError, OSError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigError(
-            f"{path} cannot be read as a checkpoint ({reason}): it is damaged or not a checkpoint. Fix: delete "
-            "it and resume from another checkpoint, or train from scratch (resume=False)."
+            f"{path} cannot be read as a checkpoint ({reason}): it is damaged or not a checkpoint. Fix: {fix}."
         ) from error
 
 

@@ -483,6 +483,10 @@ def test_forecaster_load_refuses_weights_holding_pickled_code(tmp_path):
     torch.save(torch.nn.Linear(2, 2), saved / "model.pt")  # a whole pickled module, not a state_dict
     with pytest.raises(ConfigError, match="pickled"):
         Forecaster.load(saved)
+    (saved / "model.pt").write_bytes((saved / "model.pt").read_bytes()[:100])  # damaged: cut short
+    with pytest.raises(ConfigError, match="damaged or not a checkpoint. Fix: save the forecaster again") as error:
+        Forecaster.load(saved)
+    assert "resume" not in str(error.value)  # it said 'resume from another checkpoint': a saved folder resumes nothing
 
 
 def poison_checkpoint(directory: Path, marker: Path) -> None:
