@@ -43,7 +43,7 @@ from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
 from forecast.options import ForecasterOptions
 from forecast.plotting import check_forecast_names
-from forecast.predictor import DataFile, Predictor, prepare_run_dir, read_config, series_report
+from forecast.predictor import DataFile, Predictor, fit_lock, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE
 from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, placement, test_windows
 
@@ -62,7 +62,8 @@ def model_option_names(model: str) -> tuple[str, ...]:
 def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | os.PathLike[str] | None,
            resume: bool) -> tuple[TrainedRun, Predictor]:
     """``Forecaster.fit``'s training: the shared recipe (:func:`~forecast.training.fit_best`) run with
-    ``options`` on ``data``; with ``run_dir``, checkpoints there (resumed if ``resume`` and they match)."""
+    ``options`` on ``data``; with ``run_dir``, checkpoints there (resumed if ``resume`` and they match) and the
+    fitted predictor saved there, under the folder's fit lock."""
     L.seed_everything(options.training.seed, workers=True, verbose=False)
     data_file = DataFile.of(data)  # before the file is read: its digest then, not after an edit during training
     datamodule = options.new_datamodule(data, split)
@@ -73,10 +74,14 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
     module = options.new_module(model, fitted)
     run_path, config = Path(run_dir) if run_dir is not None else None, options.config()
-    resume = prepare_run_dir(run_path, config, fitted, split, data_file, resume) if run_path is not None else False
-    run = fit_best(module, datamodule, options.training, run_path, callbacks=options.callbacks,
-                   progress=options.progress, resume=resume)
-    return run, Predictor(module, fitted, config, split=split, datamodule=datamodule, data_file=data_file)
+    with fit_lock(run_path):
+        resume = prepare_run_dir(run_path, config, fitted, split, data_file, resume) if run_path is not None else False
+        run = fit_best(module, datamodule, options.training, run_path, callbacks=options.callbacks,
+                       progress=options.progress, resume=resume)
+        predictor = Predictor(module, fitted, config, split=split, datamodule=datamodule, data_file=data_file)
+        if run_path is not None and (run.trainer is None or run.trainer.is_global_zero):  # under DDP one saves
+            predictor.save(run_path)
+    return run, predictor
 
 
 def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str, detail: bool, by_series: bool
@@ -316,14 +321,11 @@ class Forecaster:
         A fit that does not resume replaces the run in ``run_dir``: the weights and checkpoints
         another fit left there are removed as it starts (a resumed one keeps the checkpoints), so a
         fit stopped before it finishes leaves a folder that :meth:`load` refuses, never one that
-        pairs this fit's scaler with another fit's weights.
+        pairs this fit's scaler with another fit's weights. A second process fitting the same ``run_dir`` meanwhile
+        is refused (the folder's ``.fit.lock``).
         """
         self._options = self._options.with_reading(reading)
-        run, predictor = _train(self._options, data, split, run_dir, resume)
-        self._run, self._predictor = run, predictor
-        # under DDP one process saves
-        if run_dir is not None and (run.trainer is None or run.trainer.is_global_zero):
-            predictor.save(run_dir)
+        self._run, self._predictor = _train(self._options, data, split, run_dir, resume)
         return self
 
     # ---------------------------------------------------------------------- evaluate

@@ -259,6 +259,36 @@ def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[
             "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
 
 
+FIT_LOCK_FILE = ".fit.lock"
+
+
+@contextlib.contextmanager
+def fit_lock(run_dir: Path | None) -> Iterator[None]:
+    """Hold ``run_dir``'s fit lock while a fit prepares, trains and saves there: a second process fitting the same
+    folder (the same config started twice, overlapping sweep workers) is refused rather than interleaving its
+    checkpoints and weights with this one's. Only rank 0 takes it (DDP's other processes train the same fit);
+    the kernel releases the lock of a process that dies."""
+    from filelock import FileLock, Timeout
+    from lightning.pytorch.utilities import rank_zero_only
+
+    if run_dir is None or run_dir.is_file() or rank_zero_only.rank != 0:  # a file: prepare_run_dir says so
+        yield
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(run_dir / FIT_LOCK_FILE, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(f"{run_dir} is being fitted by another process (it holds {run_dir / FIT_LOCK_FILE}). Fix: "
+                          "wait for that fit to end (fit again then to resume it), or fit into another run_dir; if "
+                          "no process is fitting there (a filesystem without file locks keeps a killed fit's lock), "
+                          "delete that file.") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedState, split: Any,
                     data_file: DataFile | None, resume: bool) -> bool:
     """Before a fit into ``run_dir``: whether to resume its checkpoint (``resume`` and one is there, made

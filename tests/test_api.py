@@ -401,6 +401,27 @@ def test_resuming_a_finished_run_on_other_data_fails_before_the_folder_is_touche
     pd.testing.assert_frame_equal(Forecaster.load(run_dir).predict(frame), finished)
 
 
+def test_a_run_folder_being_fitted_by_another_process_is_refused_untouched(frame, tmp_path):
+    """Two processes fitting one run_dir (a config started twice) interleaved their checkpoints and weights."""
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, **tiny("informer"), max_epochs=1)
+    Forecaster("informer", **options).fit(frame, run_dir=run_dir)
+    saved = {path.name: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+    hold = (f"import time\nfrom filelock import FileLock\nlock = FileLock({str(run_dir / '.fit.lock')!r})\n"
+            "lock.acquire()\nprint('held', flush=True)\ntime.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for resume in (True, False):
+            with pytest.raises(ConfigError, match=r"is being fitted by another process .* Fix: wait for that fit"):
+                Forecaster("informer", **options).fit(frame, run_dir=run_dir, resume=resume)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert {path.name: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == saved
+    Forecaster("informer", **options).fit(frame, run_dir=run_dir)  # the lock of a process that ended is free
+
+
 def test_save_replaces_the_weights_whole_or_not_at_all(fitted, tmp_path, monkeypatch):
     directory = fitted.save(tmp_path / "model")
     saved = torch.load(directory / "model.pt", weights_only=True)
