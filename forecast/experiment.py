@@ -41,7 +41,7 @@ from forecast.data.splits import split_key
 from forecast.datasets import file_digest
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
-from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor
+from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor, fit_lock
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
 from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results
 from forecast.machine import device_description
@@ -263,8 +263,9 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir:
     progress = forecaster.progress if progress is None else progress
     metrics = test_windows(forecaster.module, datamodule, experiment.training, progress=progress)
     predictor = forecaster.predictor
-    Predictor(predictor.module, predictor.fitted_state, experiment.forecaster().config,
-              split=predictor.split, data_file=DataFile.of(experiment.dataset)).save(run_dir)
+    with fit_lock(run_dir):  # as a fit into run_dir holds it
+        Predictor(predictor.module, predictor.fitted_state, experiment.forecaster().config,
+                  split=predictor.split, data_file=DataFile.of(experiment.dataset)).save(run_dir)
     return forecaster, metrics
 
 
