@@ -226,8 +226,7 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format
     elif date_format is not None:
         parsed, offsets_vary = _read_in_format(raw, date_format)
         if offsets_vary:
-            logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps are "
-                        "read, and forecasts written, in UTC.", origin.label, column)
+            _log_read_as_utc(origin, column)
     else:
         parsed = _parse_date_strings(raw, column=column, origin=origin)
     missing = np.flatnonzero(pd.isna(parsed).to_numpy())
@@ -318,6 +317,11 @@ def _read_in_format(values: pd.Series, date_format: str) -> tuple[pd.Series, boo
         if "%z" not in date_format:
             raise
         return pd.to_datetime(values, format=date_format, errors="coerce", utc=True), True
+
+
+def _log_read_as_utc(origin: Origin, column: Hashable) -> None:
+    logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps are read, and "
+                "forecasts written, in UTC.", origin.label, column)
 
 
 def _steps_of(dates: pd.Series, groups: pd.Series | None) -> str:
@@ -459,8 +463,7 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
             if zoned.all():
                 # Each row's offset names one instant (a daylight-saving zone written by to_csv changes it twice a
                 # year): UTC is the one clock on which they all keep their steps.
-                logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps "
-                            "are read, and forecasts written, in UTC.", origin.label, column)
+                _log_read_as_utc(origin, column)
                 return as_utc
             unzoned = int(np.flatnonzero(~zoned)[0])
             raise UnparsableDateError(
