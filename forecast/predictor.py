@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from filelock import FileLock, Timeout
+from lightning.pytorch.utilities import rank_zero_only
 from matplotlib.figure import Figure
 from torch import nn
 
@@ -268,9 +270,6 @@ def fit_lock(run_dir: Path | None) -> Iterator[None]:
     folder (the same config started twice, overlapping sweep workers) is refused rather than interleaving its
     checkpoints and weights with this one's. Only rank 0 takes it (DDP's other processes train the same fit);
     the kernel releases the lock of a process that dies."""
-    from filelock import FileLock, Timeout
-    from lightning.pytorch.utilities import rank_zero_only
-
     if run_dir is None or run_dir.is_file() or rank_zero_only.rank != 0:  # a file: prepare_run_dir says so
         yield
         return
