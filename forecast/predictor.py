@@ -43,6 +43,7 @@ from forecast.files import write_atomically, write_text_atomically
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
+from forecast.recipes import resume_settings
 from forecast.training import last_checkpoint, load_checkpoint
 
 __all__ = ["DataFile", "Predictor"]
@@ -261,6 +262,23 @@ def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[
             "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
 
 
+def _require_same_training(run_dir: Path, stored: Mapping[str, Any], training: Mapping[str, Any]) -> None:
+    """ConfigError naming each training setting a fit resuming ``run_dir``'s checkpoint must share and does not
+    (:func:`~forecast.recipes.resume_settings`): the checkpoint's values would win over some silently, and the
+    rest would make the run's later epochs another run's."""
+    previous, current = resume_settings(stored), resume_settings(training)
+    differing = [f"{name} {previous.get(name)!r} in the run, {current.get(name)!r} now"
+                 for name in sorted({*previous, *current}) if previous.get(name) != current.get(name)]
+    if differing:
+        raise ConfigError(
+            f"{run_dir} holds a run trained with other settings ({'; '.join(differing)}); resuming its checkpoint "
+            "would restore the run's learning rate and patience over those given, and train its remaining epochs "
+            "unlike its first. Only max_epochs (max_steps) and the calibration settings may change on resume. "
+            "Fix: fit with the run's settings to resume it, use another run_dir, or resume=False to train from "
+            "scratch there."
+        )
+
+
 FIT_LOCK_FILE = ".fit.lock"
 
 
@@ -311,6 +329,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
                 f"{run_dir} holds a run with different {differing}; it cannot be resumed by this Forecaster. "
                 "Fix: use another run_dir, or resume=False to train from scratch there."
             )
+        _require_same_training(run_dir, stored.get("training", {}), config["training"])
         # Checked before the folder is touched: its finished model and scaling stay as they were.
         if (stored.get("fitted"), read_json(run_dir / SCALER_FILE)) != saved:
             raise ConfigError(

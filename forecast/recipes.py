@@ -34,13 +34,13 @@ window never collide and a smoke run never stands for the real one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from forecast.errors import ConfigError
 
 __all__ = ["DEFAULT_RECIPE", "NEUTRAL_TRAINER_ARGUMENTS", "POST_TRAINING_SETTINGS", "RECIPES", "Recipe",
-           "RESULT_SETTINGS", "get_recipe", "training_differences"]
+           "RESULT_SETTINGS", "get_recipe", "resume_settings", "training_differences"]
 
 DEFAULT_RECIPE = "improved"
 
@@ -137,3 +137,26 @@ def training_differences(training: Any) -> dict[str, Any]:
     if trainer:
         differences["trainer"] = trainer
     return differences
+
+
+# What may change when a fit resumes its checkpoint and leave it the same run: more epochs (or steps), and the
+# settings applied after training, which the resumed fit applies afresh when it ends.
+RESUMABLE_CHANGES = ("max_epochs", "max_steps", *POST_TRAINING_SETTINGS)
+
+
+def resume_settings(training: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a saved run's ``training`` block (``ForecasterOptions.config()``) that a fit resuming its
+    checkpoint must share: the :data:`RESULT_SETTINGS`, the seed and the learning Trainer arguments (as
+    ``trainer.<name>``), but the :data:`RESUMABLE_CHANGES`. A resumed fit restores the optimizer's learning rate
+    and the early stopper's patience from the checkpoint, so another value there would be ignored, and another
+    batch size, seed or loss would make its remaining epochs another run's. Settings a folder saved before they
+    existed read as their defaults."""
+    from forecast.training import TrainingConfig
+
+    defaults = asdict(TrainingConfig())
+    bound = {name: training.get(name, defaults[name]) for name in (*RESULT_SETTINGS, "seed")
+             if name not in RESUMABLE_CHANGES}
+    trainer = training.get("extra_trainer_options", {})
+    bound.update((f"trainer.{name}", value) for name, value in sorted(trainer.items())
+                 if name not in (*NEUTRAL_TRAINER_ARGUMENTS, *RESUMABLE_CHANGES))
+    return bound

@@ -401,6 +401,27 @@ def test_resuming_a_finished_run_on_other_data_fails_before_the_folder_is_touche
     pd.testing.assert_frame_equal(Forecaster.load(run_dir).predict(frame), finished)
 
 
+@pytest.mark.parametrize(("changed", "named"), [
+    ({"learning_rate": 0.01}, "learning_rate 0.001 in the run, 0.01 now"),
+    ({"patience": 1}, "patience 3 in the run, 1 now"),
+    ({"seed": 5}, "seed 0 in the run, 5 now"),
+    ({"gradient_clip_val": 0.5}, "trainer.gradient_clip_val None in the run, 0.5 now"),
+])
+def test_resuming_with_other_training_settings_is_refused_before_the_folder_is_touched(frame, tmp_path, changed,
+                                                                                        named):
+    """A resumed fit restored the checkpoint's learning rate and patience over those given, and went on with
+    another seed or clipping: the run's config then named settings it was not trained with."""
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, **tiny("dlinear"), learning_rate=1e-3, max_epochs=1)
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir)
+    saved = {path.name: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+    with pytest.raises(ConfigError, match=re.escape(f"trained with other settings ({named}); resuming")):
+        Forecaster("dlinear", **{**options, **changed}).fit(frame, run_dir=run_dir)
+    assert {path.name: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == saved
+    # more epochs, or another calibration, continue the same run
+    Forecaster("dlinear", **{**options, "max_epochs": 2, "calibrate_correction": True}).fit(frame, run_dir=run_dir)
+
+
 def test_a_run_folder_being_fitted_by_another_process_is_refused_untouched(frame, tmp_path):
     """Two processes fitting one run_dir (a config started twice) interleaved their checkpoints and weights."""
     run_dir = tmp_path / "run"
