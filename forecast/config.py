@@ -74,6 +74,7 @@ __all__ = [
     "describe_config",
     "load_config",
     "parse_config",
+    "read_config_text",
     "read_yaml",
     "snake_case_flag",
     "trainer_option_names",
@@ -161,13 +162,27 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A YAML mapping from ``path`` (:func:`load_yaml`); ConfigError naming the file otherwise."""
+def read_config_text(path: str | os.PathLike[str]) -> str:
+    """The text of config file ``path``, which may be a pipe (``--config <(...)``, read once); ConfigError naming
+    the file where it is missing, a folder or unreadable."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist.")
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder. Fix: name a YAML file, e.g. {path / 'config.yaml'}.")
     try:
-        content = load_yaml(path.read_text())
+        return path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"config file {path} cannot be read as text: {error}. Fix: name a YAML file.") from None
+
+
+def read_yaml(path: str | os.PathLike[str], text: str | None = None) -> dict[str, Any]:
+    """A YAML mapping from ``path`` (:func:`load_yaml`), or from ``text`` already read from it; ConfigError naming
+    the file otherwise."""
+    path = Path(path)
+    text = read_config_text(path) if text is None else text
+    try:
+        content = load_yaml(text)
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from error
     if content is None:
@@ -322,15 +337,16 @@ def snake_case_flag(token: str) -> str:
     return f"--{name.replace('-', '_')}{equals}{value}"
 
 
-def _named_model_and_recipe(paths: Sequence[Path], tokens: Sequence[str]) -> tuple[str, str]:
+def _named_model_and_recipe(files: Sequence[tuple[Path, str]], tokens: Sequence[str], texts: Mapping[str, str]
+                            ) -> tuple[str, str]:
     """The model and the recipe the files and then the tokens (``--config FILE`` included) name last,
     default ``informer`` and :data:`~forecast.recipes.DEFAULT_RECIPE`: the parser offers that model's
     options, with the defaults that recipe gives them."""
     name, recipe = "informer", DEFAULT_RECIPE
 
-    def from_file(path: str | os.PathLike[str]) -> None:
+    def from_file(path: str | os.PathLike[str], text: str) -> None:
         nonlocal name, recipe
-        content = read_yaml(path)
+        content = read_yaml(path, text)
         if content.get("format") == "forecast.Forecaster":
             raise ConfigError(f"{path} is what a fitted run saved, not a run config. Fix: --run_dir "
                               f"{Path(path).parent} to validate, test or predict from that run; or --config "
@@ -341,14 +357,14 @@ def _named_model_and_recipe(paths: Sequence[Path], tokens: Sequence[str]) -> tup
         if isinstance(content.get("recipe"), str):
             recipe = content["recipe"]
 
-    for path in paths:
-        from_file(path)
+    for path, text in files:
+        from_file(path, text)
     for index, token in enumerate(tokens):
         flag, equals, value = token.partition("=")
         if not equals:
             value = tokens[index + 1] if index + 1 < len(tokens) else ""
         if flag == "--config" and value:
-            from_file(value)
+            from_file(value, texts[value])
         elif flag == "--model.name" and value:
             name = value
         elif flag == "--recipe" and value:
@@ -388,21 +404,27 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
             tokens[-1] = f"--config={token}"
         else:
             tokens.append(token)
-    files = [*map(Path, paths), *(Path(token[len("--config="):]) for token in tokens if token.startswith("--config="))]
-    flags = [token for token in tokens if token.startswith("--") and not token.startswith("--config=")]
+    config = "--config="
+    tokens = [f"{config}{Path(token[len(config):])}" if token.startswith(config) else token for token in tokens]
+    files = [*map(Path, paths), *(Path(token[len(config):]) for token in tokens if token.startswith(config))]
+    flags = [token for token in tokens if token.startswith("--") and not token.startswith(config)]
     source = ", ".join(map(str, files)) + (" and the command line" if files and flags else "") or "<command line>"
+    # Each file read once, its text handed on: `--config <(...)` is a pipe, empty when read a second time.
+    texts = {str(path): read_config_text(path) for path in files}
     # A file holding no YAML document (empty, or comments only) sets nothing: jsonargparse would refuse it.
-    paths = [path for path in files[:len(paths)] if read_yaml(path)]
+    paths = [path for path in files[:len(paths)] if read_yaml(path, texts[str(path)])]
     tokens = [token for token in tokens
-              if not (token.startswith("--config=") and not read_yaml(token[len("--config="):]))]
-    model, recipe = _named_model_and_recipe(paths, tokens)
+              if not (token.startswith(config) and not read_yaml(token[len(config):], texts[token[len(config):]]))]
+    model, recipe = _named_model_and_recipe([(path, texts[str(path)]) for path in paths], tokens, texts)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,
                                add_arguments=add_arguments)
     except ConfigError as error:
         raise ConfigError(f"{source}: model.name={model!r}: {error}") from None
+    arguments = [*(f"{config}{texts[str(path)]}" for path in paths),
+                 *(f"{config}{texts[token[len(config):]]}" if token.startswith(config) else token for token in tokens)]
     try:
-        given = parser.parse_args([*(f"--config={path}" for path in paths), *tokens], defaults=False).as_dict()
+        given = parser.parse_args(arguments, defaults=False).as_dict()
     except ArgumentError as error:
         message = " ".join(str(error).split())
         # The command's own spelling: `forecast fit --help` lists the options, not how another command sets them.

@@ -593,6 +593,18 @@ def test_an_empty_config_file_sets_nothing_and_flags_are_not_blamed_on_the_file(
         load_config("tiny.yaml", ["--model.factr", "2"])
 
 
+def test_a_config_piped_in_is_read_once_and_a_folder_is_named_as_one(workdir, capsys):
+    """`--config <(...)` (a pipe, empty when read again) was refused as 'does not exist', as was a folder."""
+    piped = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -m forecast fit --config tiny.yaml "
+                       "--config <(printf 'trainer:\\n  max_epochs: 7\\n') --print_config"],
+        capture_output=True, text=True, timeout=120, cwd=workdir)
+    assert piped.returncode == 0, piped.stderr
+    assert yaml.safe_load(piped.stdout)["trainer"]["max_epochs"] == 7
+    assert main(["fit", "--config", str(workdir), "--print_config"]) == 2
+    assert f"config file {workdir} is a folder. Fix: name a YAML file" in capsys.readouterr().err
+
+
 def test_an_option_is_suggested_only_when_its_name_is_close(capsys):
     """naive has one model option: --model.d_modle was asked 'Did you mean --model.name?' (the shared section)."""
     assert main(["fit", "--data.dataset", "toy.csv", "--model.name", "naive", "--model.d_modle", "3"]) == 2
