@@ -91,7 +91,8 @@ BAD_INPUT = [
     ("duplicate", repeated_row, {},
      DuplicateTimestampError, ["row 6", "row 7", "drop_duplicates", "allow_duplicates=True"]),
     ("gap", gap_at_row_9, {},
-     IrregularTimestampError, ["row 9", "'h'", "allow_irregular=True", "asfreq"]),
+     IrregularTimestampError, ["1 irregular step for frequency 'h'; the first at row 9", "allow_irregular=True",
+                               "asfreq"]),
     ("wrong freq given", make_frame, {"freq": "30min"},
      IrregularTimestampError, ["'30min'", "row 1", "freq="]),
     ("NaN", with_value("b", 5, float("nan")), {},
@@ -447,6 +448,22 @@ def test_a_file_written_in_a_daylight_saving_zone_reads_as_utc_instants(tmp_path
     with pytest.raises(UnparsableDateError, match=r"date column 'date' mixes zoned and unzoned timestamps: row 4 "
                                                   r"\(line 6 of the file\) holds '2024-03-29 04:00:00', .*Fix:"):
         prepare_series(path)
+
+
+@pytest.mark.parametrize("written", ["iso", "day first"])
+def test_daily_rows_written_in_a_daylight_saving_zone_read_on_their_local_clock(tmp_path, caplog, written):
+    """Paris days written by to_csv ('2024-03-30 00:00:00+01:00', '2024-03-31 00:00:00+02:00') were read as UTC
+    instants, whose step across the change is 23 hours: the file was refused as irregular for '24h'. Rows at one
+    local time of day are read on that clock, without a zone; finer rows stay UTC instants (the test above)."""
+    local = pd.date_range("2024-02-01", periods=120, freq="D", tz="Europe/Paris")  # across 31 March
+    dates = local if written == "iso" else local.strftime("%d/%m/%Y %H:%M%z")
+    path = tmp_path / "paris.csv"
+    pd.DataFrame({"date": dates, "OT": np.arange(120.0)}).to_csv(path, index=False)
+    with caplog.at_level(logging.INFO, logger="forecast.data.io"):
+        series = prepare_series(path)
+    assert series.dates.equals(local.tz_localize(None)) and series.freq == pd.tseries.frequencies.to_offset("D")
+    assert "every row is at 00:00 local time, so its timestamps are read, and forecasts written, as local times " \
+           "without a zone" in caplog.text
 
 
 @pytest.mark.parametrize(("zone", "example"), [("Europe/Paris", "e.g. 'Europe/Paris' for its local times or 'UTC';"),

@@ -347,6 +347,22 @@ def test_a_daylight_saving_csv_puts_every_series_on_one_clock(tmp_path, caplog):
     assert [series.dates.equals(mine.dates) for series, mine in zip(rereading.series, panel.series)] == [True, True]
 
 
+def test_a_daily_daylight_saving_csv_puts_every_series_on_its_local_clock(tmp_path, caplog):
+    """Daily Paris rows: a series across the March change reads on its local clock (in UTC it steps by 23 hours),
+    one within winter at a fixed +01:00; that one was kept zoned beside the other's local dates."""
+    spring = pd.date_range("2024-02-25", periods=100, freq="D", tz="Europe/Paris")
+    winter = pd.date_range("2023-11-10", periods=100, freq="D", tz="Europe/Paris")
+    frame = pd.concat([pd.DataFrame({"unique_id": "a", "ds": spring, "y": np.arange(100.0)}),
+                       pd.DataFrame({"unique_id": "b", "ds": winter, "y": np.arange(100.0)})])
+    path = tmp_path / "paris.csv"
+    frame.to_csv(path, index=False)
+    with caplog.at_level("INFO", logger="forecast"):
+        panel = prepare_panel(path, id_column="unique_id", target="y")
+    assert panel.time_zone == "naive" and panel.freq == pd.tseries.frequencies.to_offset("D")
+    assert panel["a"].dates.equals(spring.tz_localize(None)) and panel["b"].dates.equals(winter.tz_localize(None))
+    assert "series 'b' are read as local times without a zone" in caplog.text
+
+
 def test_two_ids_written_alike_are_refused_by_name():
     """Ids 1 and '1' were two series that a forecast's CSV and evaluate(by_series=True) both wrote as '1'."""
     frame = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": 1, "s1": "1", "s2": "s2"}))

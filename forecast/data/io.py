@@ -226,7 +226,7 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format
     elif date_format is not None:
         parsed, offsets_vary = _read_in_format(raw, date_format)
         if offsets_vary:
-            _log_read_as_utc(origin, column)
+            parsed = _on_their_clock(raw, parsed, origin=origin, column=column)
     else:
         parsed = _parse_date_strings(raw, column=column, origin=origin)
     missing = np.flatnonzero(pd.isna(parsed).to_numpy())
@@ -319,9 +319,27 @@ def _read_in_format(values: pd.Series, date_format: str) -> tuple[pd.Series, boo
         return pd.to_datetime(values, format=date_format, errors="coerce", utc=True), True
 
 
-def _log_read_as_utc(origin: Origin, column: Hashable) -> None:
+_UTC_OFFSET = r"([+-])(\d{2}):?(\d{2})$"  # how to_csv and ISO 8601 write one: +01:00, -0500
+
+
+def _on_their_clock(raw: pd.Series, instants: pd.Series, *, origin: Origin, column: Hashable) -> pd.Series:
+    """``raw``, whose UTC offsets vary from row to row (daylight saving), read on the clock its steps keep: the
+    rows' own local clock, without a zone, when every row is at one local time of day (daily or coarser rows of
+    a daylight-saving zone, which in UTC step by 23 and 25 hours twice a year), else UTC (``instants``), the one
+    clock on which finer rows keep theirs."""
+    found = raw.astype("string").str.strip().str.extract(_UTC_OFFSET)
+    if not found.isna().any().any():
+        minutes = (found[1].astype(int) * 60 + found[2].astype(int)) * found[0].map({"+": 1, "-": -1})
+        # [T] the wall-clock time each row was written at
+        local = pd.DatetimeIndex(instants).tz_convert(None) + pd.to_timedelta(minutes.to_numpy(), unit="min")
+        if (local - local.normalize()).nunique() == 1:
+            logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving) and every row is at %s "
+                        "local time, so its timestamps are read, and forecasts written, as local times without a "
+                        "zone.", origin.label, column, local[0].strftime("%H:%M"))
+            return pd.Series(local, index=raw.index)
     logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps are read, and "
                 "forecasts written, in UTC.", origin.label, column)
+    return instants
 
 
 def _steps_of(dates: pd.Series, groups: pd.Series | None) -> str:
@@ -462,9 +480,8 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
         if zoned.any():
             if zoned.all():
                 # Each row's offset names one instant (a daylight-saving zone written by to_csv changes it twice a
-                # year): UTC is the one clock on which they all keep their steps.
-                _log_read_as_utc(origin, column)
-                return as_utc
+                # year).
+                return _on_their_clock(raw, as_utc, origin=origin, column=column)
             unzoned = int(np.flatnonzero(~zoned)[0])
             raise UnparsableDateError(
                 f"{origin.label}: date column {column!r} mixes zoned and unzoned timestamps: "
@@ -971,7 +988,8 @@ def _resolve_frequency(
     if off_grid.size:
         row = int(off_grid[0]) + 1
         message = (
-            f"{origin.label}: {off_grid.size} irregular steps for frequency {offset.freqstr!r}; the "
+            f"{origin.label}: {off_grid.size} irregular step{'s' * (off_grid.size > 1)} for frequency "
+            f"{offset.freqstr!r}; the "
             f"first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, expected "
             f"{expected[row - 1]}."
         )

@@ -192,7 +192,8 @@ def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, orig
     if off_grid.size:
         row = int(off_grid[0]) + 1
         raise IrregularTimestampError(
-            f"{origin.label}: date column {date_column!r} has {off_grid.size} irregular steps for frequency "
+            f"{origin.label}: date column {date_column!r} has {off_grid.size} irregular "
+            f"step{'s' * (off_grid.size > 1)} for frequency "
             f"{offset.freqstr!r}; the first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, "
             f"expected {expected[row - 1]}.{semi_month_hint(dates, freq) or ' Fix:'} put every series on a regular "
             "grid, e.g. "
@@ -226,9 +227,19 @@ def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Orig
 
 def _on_one_clock(series: list[PanelSeries], label: str) -> list[PanelSeries]:
     """Zoned series in several zones, all in UTC: a file written from a daylight-saving zone reads a series across
-    the change as UTC instants and one within a season at its fixed offset, and a fit records one zone only."""
-    if any(one.dates.tz is None for one in series):
-        return series
+    the change as UTC instants and one within a season at its fixed offset, and a fit records one zone only.
+    Daily or coarser rows of such a file read a series across the change on its local clock, without a zone
+    (:func:`~forecast.data.io.parse_dates`): then the others are read on theirs."""
+    zoned = [one.id for one in series if one.dates.tz is not None]
+    if len(zoned) < len(series):
+        on_local_clock = bool(zoned) and all(
+            (one.dates - one.dates.normalize()).nunique() == 1 for one in series if one.dates.tz is not None)
+        if not on_local_clock:
+            return series
+        logger.info("%s: series %s are read as local times without a zone, as the others (each row at one local "
+                    "time of day, e.g. daily rows of a daylight-saving zone).", label, ", ".join(map(repr, zoned)))
+        return [replace(one, dates=one.dates.tz_localize(None)) if one.dates.tz is not None else one
+                for one in series]
     zones = [str(one.dates.tz) for one in series]
     if len(set(zones)) < 2:
         return series
