@@ -100,9 +100,9 @@ def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str,
         datamodule = forecaster.windows_of(data, split=split, windows=windows)
     if require_bool("by_series", by_series):
         if require_bool("detail", detail):  # the breakdown by series has no per-step rows: detail was dropped
-            raise ConfigError("evaluate(detail=True, by_series=True): the breakdown by series is one row of MSE "
-                              "and MAE per series, with no per-horizon or per-variable report. Fix: give either.")
-        return series_report(predictor.model, predictor.fitted_state, datamodule.test_dataloader())
+            raise ConfigError("evaluate(detail=True, by_series=True): the breakdown by series is one row of "
+                              "metrics per series, with no per-horizon or per-variable report. Fix: give either.")
+        return series_report(module, predictor.fitted_state, datamodule.test_dataloader())
     test_windows(module, datamodule, options.training, callbacks=options.callbacks, progress=options.progress)
     assert module.test_report is not None
     if windows == "val" and options.training.calibrate_scale and module.model.calibratable:
@@ -349,7 +349,8 @@ class Forecaster:
         data, e.g. after ``load``. Both are scaled with the fitted state (never refitted); ``data`` must hold the
         fitted variables (found by name, in any order), else :class:`~forecast.errors.UnknownColumnError`.
 
-        A panel's windows of every series are pooled; ``by_series=True`` returns one row per series instead
+        A panel's windows of every series are pooled; ``by_series=True`` returns one row per series instead, with
+        a column per metric and scale (``mse``, ``mse_orig``, ``coverage_0.8_orig``, ...) and ``n_windows``
         (:func:`forecast.predictor.series_report`).
         """
         require_choice("windows", windows, SPLIT_NAMES)

@@ -220,28 +220,33 @@ class ForecastModule(L.LightningModule):
             self._sample_generator = torch.Generator(device=self.device).manual_seed(
                 self.hparams.sample_seed)
 
-    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+    def score_batch(self, batch: dict[str, torch.Tensor]
+                    ) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict[float, torch.Tensor]]]:
+        """A test batch's ``(point forecast, target, quantile forecast {level: ...})``, each ``[B, P, C_out]``, on
+        every scale it is scored on: ``standardized``, and ``original`` where the fitted state is known."""
         pred = self(batch)
         target = self._target(batch, pred)
-        self.test_errors["standardized"].update(pred, target)
-        pred_orig, target_orig = self.to_original(pred, batch), self.to_original(target, batch)
-        if pred_orig is not None:
-            self.test_errors["original"].update(pred_orig, target_orig)
         if self.probabilistic:
             # The quantiles predict() gives: exact where the model has them (the one-shot Gaussian head), else
             # those of n_samples paths (whose central 80% covers about 78% of a calibrated forecast's truths at 100).
             levels = self.test_quantiles["standardized"].needed_levels
             forecast = self.model.quantiles(*model_inputs(self.model.spec, batch), levels, self.hparams.n_samples,
-                                            self._sample_generator)  # {level: [B, P, C_out]}
+                                            self._sample_generator)
+        else:  # the point forecast as every quantile
+            forecast = dict.fromkeys(self.test_quantiles["standardized"].rhos, pred)
+        scored = {"standardized": (pred, target, forecast)}
+        pred_orig = self.to_original(pred, batch)
+        if pred_orig is not None:
             # Quantiles commute with the positive affine un-scaling.
             forecast_orig = ({level: self.to_original(values, batch) for level, values in forecast.items()}
-                             if pred_orig is not None else None)
-        else:  # the point forecast as every quantile
-            rhos = self.test_quantiles["standardized"].rhos
-            forecast, forecast_orig = dict.fromkeys(rhos, pred), dict.fromkeys(rhos, pred_orig)
-        self.test_quantiles["standardized"].update(forecast, target)
-        if pred_orig is not None:
-            self.test_quantiles["original"].update(forecast_orig, target_orig)
+                             if self.probabilistic else dict.fromkeys(forecast, pred_orig))
+            scored["original"] = (pred_orig, self.to_original(target, batch), forecast_orig)
+        return scored
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        for scale, (pred, target, forecast) in self.score_batch(batch).items():
+            self.test_errors[scale].update(pred, target)
+            self.test_quantiles[scale].update(forecast, target)
 
     def on_test_epoch_end(self) -> None:
         """Log overall test metrics and keep the full report (per horizon and variable)."""

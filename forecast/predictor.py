@@ -40,6 +40,7 @@ from forecast.data.panel import Panel
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.files import write_atomically, write_text_atomically
+from forecast.metrics import MetricAccumulator, ProbabilisticAccumulator, pivot_report, report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
@@ -102,36 +103,48 @@ def inference(model: ForecastModel, batch: Mapping[str, torch.Tensor]) -> Iterat
         model.train(was_training)
 
 
-def series_report(model: ForecastModel, fitted: FittedState, loader: Iterable[Mapping[str, torch.Tensor]]
+def series_report(module: ForecastModule, fitted: FittedState, loader: Iterable[Mapping[str, torch.Tensor]]
                   ) -> pd.DataFrame:
-    """MSE and MAE of a panel's windows (``loader``'s batches) by series: one row per series id (index named
-    like the id column), columns ``mse``, ``mae`` (standardized, each series on its own training scale),
-    ``mse_orig``, ``mae_orig`` (original units) and ``n_windows``."""
+    """The metrics of a panel's windows (``loader``'s batches) by series: one row per series id (index named like
+    the id column), a column per metric ``evaluate()`` reports, standardized (``mse``, ``rho_risk_0.5``, ...;
+    each series on its own training scale) and in original units (``mse_orig``, ``coverage_0.8_orig``, ...),
+    and ``n_windows``. Scored as ``evaluate()`` scores the windows pooled (:meth:`ForecastModule.score_batch`)."""
     if fitted.panel is None:
         raise ConfigError("a breakdown by series needs a panel (fit with id_column=...); a wide table is one "
                           "series: use evaluate()")
-    n_series = len(fitted.panel.ids)
-    sums = np.zeros((5, n_series))  # squared and absolute errors on both scales, and elements, per series
-    windows = np.zeros(n_series, dtype=np.int64)
-    for batch in loader:
-        with inference(model, batch) as inputs:
-            pred = model(*inputs).cpu().double()  # [B, P, 1]
-        target = batch["y"][:, -pred.shape[1]:, -pred.shape[2]:].double()  # [B, P, 1]
-        series = batch["series"].numpy()  # [B]
-        errors = (pred - target).reshape(len(series), -1).numpy()  # [B, P]
-        original = fitted.to_original(pred, batch["series"]) - fitted.to_original(target, batch["series"])
-        original = original.reshape(len(series), -1).numpy()  # [B, P]
-        for row, values in enumerate((errors**2, np.abs(errors), original**2, np.abs(original))):
-            np.add.at(sums[row], series, values.sum(axis=1))
-        np.add.at(sums[4], series, errors.shape[1])
-        np.add.at(windows, series, 1)
-    seen = windows > 0
-    report = pd.DataFrame({name: sums[row][seen] / sums[4][seen]
-                           for row, name in enumerate(("mse", "mae", "mse_orig", "mae_orig"))},
-                          index=pd.Index([fitted.panel.ids[i] for i in np.flatnonzero(seen)],
-                                         name=fitted.panel.id_column))
-    report["n_windows"] = windows[seen]
-    return report
+    device, was_training = _device_of(module), module.training
+    errors, quantiles = module.test_errors["standardized"], module.test_quantiles["standardized"]
+
+    def accumulators() -> tuple[MetricAccumulator, ProbabilisticAccumulator]:
+        return (MetricAccumulator(errors.zeros, errors.eps).to(device),
+                ProbabilisticAccumulator(quantiles.rhos, quantiles.levels).to(device))
+
+    by_series: dict[int, dict[str, tuple[MetricAccumulator, ProbabilisticAccumulator]]] = {}
+    module.eval()
+    module.on_test_epoch_start()  # the sampling generator seeded as a test run seeds it
+    try:
+        with torch.no_grad():
+            for batch in loader:
+                batch = {name: tensor.to(device) for name, tensor in batch.items()}
+                scored = module.score_batch(batch)
+                for index in batch["series"].unique().tolist():
+                    rows = batch["series"] == index  # [B]
+                    series = by_series.setdefault(index, {scale: accumulators() for scale in scored})
+                    for scale, (pred, target, forecast) in scored.items():
+                        series[scale][0].update(pred[rows], target[rows])
+                        series[scale][1].update({level: values[rows] for level, values in forecast.items()},
+                                                target[rows])
+    finally:
+        module.train(was_training)
+    rows = []
+    for index in sorted(by_series):
+        table = pivot_report(report({scale: point.summary().combine(probabilistic.summary())
+                                     for scale, (point, probabilistic) in by_series[index].items()}))
+        values = {f"{metric}{'' if scale == 'standardized' else '_orig'}": table.loc[metric, scale]
+                  for scale in table.columns for metric in table.index if pd.notna(table.loc[metric, scale])}
+        rows.append({**values, "n_windows": table.attrs["n_windows"]})
+    return pd.DataFrame(rows, index=pd.Index([fitted.panel.ids[index] for index in sorted(by_series)],
+                                             name=fitted.panel.id_column))
 
 
 def jsonable(value: Any, name: str) -> Any:

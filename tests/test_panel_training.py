@@ -354,6 +354,36 @@ def test_evaluation_pools_every_series_and_breaks_down_by_series():
         fc.evaluate(by_series=True, detail=True)
 
 
+def test_a_probabilistic_model_is_broken_down_by_series_on_every_metric_it_is_scored_on():
+    """The breakdown by series gave MSE and MAE alone: a Gaussian head's rho-risks and coverage were pooled only."""
+    frame = store_panel()
+    fc = Forecaster("logsparse", head="gaussian", **WINDOWS, d_model=16, n_heads=2, d_ff=16, n_layers=1, max_epochs=1,
+                    progress=False).fit(frame, date_column="date", **ROLES)
+    pooled, by_series = fc.evaluate(), fc.evaluate(by_series=True)
+    for metric in pooled.index:
+        for scale, suffix in (("standardized", ""), ("original", "_orig")):
+            assert (f"{metric}{suffix}" in by_series) == bool(np.isfinite(pooled.loc[metric, scale])), metric
+    weights = by_series["n_windows"] / by_series["n_windows"].sum()
+    for column, (metric, scale) in {"coverage_0.8": ("coverage_0.8", "standardized"), "mse_orig": ("mse", "original"),
+                                    "coverage_0.8_orig": ("coverage_0.8", "original")}.items():
+        assert (weights * by_series[column]).sum() == pytest.approx(pooled.loc[metric, scale], rel=1e-5)
+    # each series' 0.9 rho-risk by hand from its exact quantiles (the head's Gaussian), in original units
+    dm = fc.datamodule
+    series = dm.test_dataset.series.numpy()
+    uppers, truths = [], []
+    module = fc.predictor.module.eval()
+    for batch in dm.test_dataloader():
+        with torch.no_grad():
+            forecast = module.score_batch(batch)["original"]
+        uppers.append(forecast[2][0.9].numpy())
+        truths.append(forecast[1].numpy())
+    upper, truth = np.concatenate(uppers), np.concatenate(truths)
+    first = series == 0
+    loss = np.where(truth[first] > upper[first], 0.9, -0.1) * (truth[first] - upper[first])
+    expected = 2 * loss.sum() / np.abs(truth[first]).sum()
+    assert by_series.iloc[0]["rho_risk_0.9_orig"] == pytest.approx(expected, rel=1e-5)
+
+
 def test_a_panel_at_another_frequency_is_refused_by_evaluate_as_by_predict():
     """Hourly stores scored by a model fitted on daily ones: evaluate read them at their own frequency and
     scored them silently; now it reads at the fitted one, as predict does, and refuses them alike."""
