@@ -298,6 +298,7 @@ def _print_config(command: str, tokens: list[str]) -> int:
         raise ConfigError("--print_config prints a config given by --config files or flags. Fix: read a fitted "
                           "run's configuration in the config.json of its --run_dir folder.")
     config, _ = _config(command, tokens)
+    config.forecaster()  # the options checked together, as fit checks them: a config shown is one fit takes
     print(describe_config(config), end="")
     return 0
 

@@ -445,8 +445,11 @@ def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:
                *(f"{group}.{option}" for group, option in
                  re.findall(r"Group '([\w.]+)' does not accept option '(\w+)'", message)),
                *re.findall(r"Option '([\w.]+)' is not accepted", message)]
+    # A section's own flag (--model, which takes a whole section) is no option to suggest for a misspelt key, nor
+    # jsonargparse's list-append form (--quantiles+).
     known = [option[2:] for action in parser._actions for option in action.option_strings
-             if option.startswith("--") and option[2:] not in ("help", "config", "print_config", "print_shtab")]
+             if option.startswith("--") and not option.endswith("+")
+             and option[2:] not in ("help", "config", "print_config", "print_shtab", *SECTIONS)]
     by_key: dict[str, list[str]] = {}
     for option in known:
         by_key.setdefault(option.rpartition(".")[2], []).append(option)

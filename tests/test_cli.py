@@ -379,6 +379,15 @@ def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
     assert not (workdir / "runs").exists()  # printing trains nothing
 
 
+def test_print_config_refuses_what_fit_refuses(workdir, capsys):
+    """--print_config showed `attention: foo` and d_model 15 with 2 heads as a config, which fit then refused."""
+    for override, message in ((["--model.attention", "foo"], "unknown attention attention='foo'; choose one of"),
+                              (["--model.d_model", "15"], "d_model=15 must be a positive multiple of n_heads=2")):
+        assert main(["fit", "--config", "tiny.yaml", *override, "--print_config"]) == 2
+        captured = capsys.readouterr()
+        assert message in captured.err and not captured.out
+
+
 def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys):
     """Dates in a YAML list split the data, and the saved config keeps them as text."""
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--data.split", "[2022-03-10, 2022-03-12]"]) == 0
@@ -613,6 +622,18 @@ def test_an_option_is_suggested_only_when_its_name_is_close(capsys):
     assert "Did you mean" not in err
     assert main(["fit", "--data.dataset", "toy.csv", "--model.name", "naive", "--model.seq_len", "3"]) == 2
     assert "Did you mean --data.seq_len?" in capsys.readouterr().err  # the right key in another section
+
+
+def test_a_misspelt_key_in_a_config_file_is_not_offered_a_section(workdir, capsys):
+    """dlinear's `d_modle:` in a YAML file was asked 'Did you mean --model?', the section's own flag; and the valid
+    top-level options listed jsonargparse's list-append flag 'quantiles+'."""
+    (workdir / "typo.yaml").write_text("model:\n  name: dlinear\n  d_modle: 16\ndata:\n  dataset: toy.csv\n")
+    assert main(["fit", "--config", "typo.yaml", "--print_config"]) == 2
+    err = capsys.readouterr().err
+    assert "does not accept option 'd_modle'" in err and "Did you mean" not in err
+    assert main(["fit", "--config", "tiny.yaml", "--sede", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "Did you mean --seed?" in err and "'quantiles'," in err and "quantiles+" not in err
 
 
 def test_overrides_are_parsed_with_each_options_type(workdir):
