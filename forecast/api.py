@@ -64,6 +64,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     """``Forecaster.fit``'s training: the shared recipe (:func:`~forecast.training.fit_best`) run with
     ``options`` on ``data``; with ``run_dir``, checkpoints there (resumed if ``resume`` and they match) and the
     fitted predictor saved there, under the folder's fit lock."""
+    placement(options.training)  # a device setting Lightning refuses is named before the data is read
     L.seed_everything(options.training.seed, workers=True, verbose=False)
     data_file = DataFile.of(data)  # before the file is read: its digest then, not after an edit during training
     datamodule = options.new_datamodule(data, split)
@@ -397,11 +398,16 @@ class Forecaster:
         """
         config = read_config(Path(path))
         training = dict(config["training"])
-        # Saved before recipes existed: the paper's settings were the only ones.
-        forecaster = cls(config["model"], **config["data"], max_epochs=training.pop("max_epochs"),
-                         seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
-                         quantiles=config["quantiles"], progress=config["progress"],
-                         **config["model_options"], **training)
+        try:
+            # Saved before recipes existed: the paper's settings were the only ones.
+            forecaster = cls(config["model"], **config["data"], max_epochs=training.pop("max_epochs"),
+                             seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
+                             quantiles=config["quantiles"], progress=config["progress"],
+                             **config["model_options"], **training)
+        except (ConfigError, KeyError, TypeError) as error:  # options edited in the file: missing, unknown, invalid
+            problem = f"training.{error.args[0]} is missing" if isinstance(error, KeyError) else str(error)
+            raise ConfigError(f"{Path(path) / 'config.json'}: {problem} (the file was edited or damaged). Fix: "
+                              "restore it as the fit saved it, or fit again.") from None
         if scored_like is not None:
             forecaster._options = forecaster._options.with_scoring(scored_like._options)
         options = forecaster._options

@@ -264,9 +264,30 @@ def read_config(directory: Path) -> dict[str, Any]:
             f"{directory / CONFIG_FILE} is not a Forecaster directory of format version {FORMAT_VERSION} "
             f"(found {config.get('format')!r} version {config.get('format_version')!r})."
         )
+    edited = (f"(the file was edited or damaged). Fix: restore {directory / CONFIG_FILE} as the fit saved it, or fit "
+              "again.")
+    for key, kind in _SAVED_BLOCKS.items():
+        if not isinstance(config.get(key), kind):
+            found = "missing" if key not in config else f"{config[key]!r} ({type(config[key]).__name__})"
+            raise ConfigError(f"{directory / CONFIG_FILE}: {key!r} is {found}, not a {kind.__name__} {edited}")
     if config["model"] not in MODELS:
         raise ConfigError(f"{directory}: model {config['model']!r} is not registered; known: {sorted(MODELS)}.")
+    spec = config["fitted"].get("spec")
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{directory / CONFIG_FILE}: fitted.spec is missing {edited}")
+    # The model is built for the fitted windows: a window edited in `data` would be reported, never forecast.
+    differing = [f"data.{name} {config['data'].get(name)!r}, fitted.spec.{name} {spec.get(name)!r}"
+                 for name in ("seq_len", "label_len", "pred_len", "time_encoding")
+                 if (name in config["data"] or name != "time_encoding") and config["data"].get(name) != spec.get(name)]
+    if differing:
+        raise ConfigError(f"{directory / CONFIG_FILE} holds a run fitted for other windows than it names "
+                          f"({'; '.join(differing)}) {edited} Other windows need another fit.")
     return config
+
+
+# The blocks of a saved config.json and their JSON types (read_config checks them before anything reads them).
+_SAVED_BLOCKS = {"model": str, "model_options": dict, "data": dict, "training": dict, "quantiles": list,
+                 "progress": bool, "fitted": dict}
 
 
 def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[str, Any]:
@@ -665,8 +686,11 @@ class Predictor:
         if not (directory / WEIGHTS_FILE).is_file():
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
         scaling = read_json(directory / SCALER_FILE)
-        fitted = FittedState.from_state_dict({"fitted": config["fitted"],
-                                              **(scaling if "panel" in scaling else {"scaler": scaling})})
+        try:
+            fitted = FittedState.from_state_dict({"fitted": config["fitted"],
+                                                  **(scaling if "panel" in scaling else {"scaler": scaling})})
+        except ConfigError as error:
+            raise ConfigError(f"{directory / CONFIG_FILE} and {SCALER_FILE}: {error}") from None
         with private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
             model = build_model(config["model"], DataSpec.from_fitted(fitted), **model_options)
         # refuses pickled code and damaged files

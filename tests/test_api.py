@@ -357,6 +357,34 @@ def test_windows_of_other_data_are_cut_as_the_fit_cut_them_and_scaled_with_the_f
         fitted.windows_of(frame, windows="future")
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda config: config["data"].update(pred_len=16),
+     r"holds a run fitted for other windows than it names \(data.pred_len 16, fitted.spec.pred_len 8\)"),
+    (lambda config: config.pop("model_options"), r"'model_options' is missing, not a dict"),
+    (lambda config: config.update(training=5), r"'training' is 5 \(int\), not a dict"),
+    (lambda config: config["training"].pop("seed"), r"training.seed is missing"),
+    (lambda config: config["training"].update(learning_rat=0.1), r"unknown option\(s\) \['learning_rat'\]"),
+    (lambda config: config["fitted"].update(input_columns=["x", "b", "OT"]),
+     r"the fitted inputs \['x', 'b', 'OT'\] are not the scaled columns \['a', 'b', 'OT'\]"),
+])
+def test_load_names_what_was_edited_in_a_saved_config(tmp_path, fitted, edit, message):
+    """An edited pred_len loaded silently (the model forecast the fitted horizon while the forecaster reported the
+    edited one); a missing or mistyped block was a KeyError or TypeError; an edited input column was blamed on
+    the data given to predict."""
+    directory = fitted.save(tmp_path / "model")
+    config = json.loads((directory / "config.json").read_text())
+    edit(config)
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match=rf"{re.escape(str(directory))}.*config.json.*{message}.*Fix: restore"):
+        Forecaster.load(directory)
+
+
+def test_a_device_setting_lightning_refuses_is_named_before_the_data_is_read(tmp_path):
+    """accelerator='gpux' was refused only after the data was read and windowed (minutes for a large table)."""
+    with pytest.raises(ConfigError, match=r"Lightning refuses the training settings \{'accelerator': 'gpux'"):
+        Forecaster("dlinear", **WINDOW, accelerator="gpux").fit(tmp_path / "not_read_yet.csv")
+
+
 def test_load_refuses_directories_that_are_not_forecasters(tmp_path, fitted):
     with pytest.raises(ConfigError, match="config.json"):
         Forecaster.load(tmp_path)

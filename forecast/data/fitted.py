@@ -363,6 +363,7 @@ class FittedState:
     def from_state_dict(cls, state: Mapping[str, Any]) -> FittedState:
         """The state :meth:`state_dict` wrote (ConfigError when it is incomplete)."""
         try:
+            _check_scaled_columns(state)
             fitted, spec = state["fitted"], state["fitted"]["spec"]
             return cls(tuple(fitted["input_columns"]), tuple(fitted["output_columns"]), fitted["freq"],
                        fitted["dataset"], dict(fitted["prepare_options"]), int(spec["seq_len"]),
@@ -370,9 +371,18 @@ class FittedState:
                        _scaler_from_state(state["scaler"]) if "panel" not in state else None,
                        tuple(fitted["persistence"]) if fitted.get("persistence") is not None else None,
                        PanelFit.from_state_dict(state["panel"]) if "panel" in state else None)
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, AttributeError) as error:
             raise ConfigError(f"an incomplete fitted data state (missing {error}); it was not written by "
                               "FittedState.state_dict(). Fix: fit again.") from error
+
+
+def _check_scaled_columns(state: Mapping[str, Any]) -> None:
+    """ConfigError where the scaler names other columns than the fitted inputs (a saved file edited)."""
+    scaled = state.get("scaler", {}).get("columns")
+    inputs = state["fitted"].get("input_columns")
+    if scaled is not None and scaled != inputs:
+        raise ConfigError(f"the fitted inputs {inputs!r} are not the scaled columns {scaled!r}; one of the two was "
+                          "edited. Fix: restore it as the fit saved it, or fit again.")
 
 
 def _panel_future_batch(state: FittedState, panel: Panel, future: Table | None) -> FutureBatch:
