@@ -1,12 +1,18 @@
-"""Files written whole or not at all: what a crash, a full disk or a concurrent reader must never see half of."""
+"""Files written whole or not at all: what a crash, a full disk or a concurrent reader must never see half of; and
+the file locks that keep two writers apart."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from forecast.errors import ConfigError
 
 
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
@@ -29,3 +35,19 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
 def write_text_atomically(path: Path, text: str) -> None:
     """``path`` holds ``text``, replaced whole (:func:`write_atomically`)."""
     write_atomically(path, lambda temporary: temporary.write_text(text))
+
+
+@contextmanager
+def held(lock_file: Path, timeout: float, refusal: str) -> Iterator[None]:
+    """Hold ``lock_file`` (a filelock; the kernel releases the lock of a process that dies), waiting at most
+    ``timeout`` seconds for another holder, else ConfigError ``refusal`` (which says why, and the fix)."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(lock_file, timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(refusal) from None
+    try:
+        yield
+    finally:
+        lock.release()

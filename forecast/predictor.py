@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from filelock import FileLock, Timeout
 from lightning.pytorch.utilities import rank_zero_only
 from matplotlib.figure import Figure
 from torch import nn
@@ -39,7 +38,7 @@ from forecast.data.io import Table
 from forecast.data.panel import Panel
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
-from forecast.files import write_atomically, write_text_atomically
+from forecast.files import held, write_atomically, write_text_atomically
 from forecast.metrics import MetricAccumulator, ProbabilisticAccumulator, pivot_report, report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
@@ -325,19 +324,11 @@ def fit_lock(run_dir: Path | None) -> Iterator[None]:
     if run_dir is None or run_dir.is_file() or rank_zero_only.rank != 0:  # a file: prepare_run_dir says so
         yield
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(run_dir / FIT_LOCK_FILE, timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise ConfigError(f"{run_dir} is being fitted by another process (it holds {run_dir / FIT_LOCK_FILE}). Fix: "
-                          "wait for that fit to end (fit again then to resume it), or fit into another run_dir; if "
-                          "no process is fitting there (a filesystem without file locks keeps a killed fit's lock), "
-                          "delete that file.") from None
-    try:
+    with held(run_dir / FIT_LOCK_FILE, 0, (
+            f"{run_dir} is being fitted by another process (it holds {run_dir / FIT_LOCK_FILE}). Fix: wait for that "
+            "fit to end (fit again then to resume it), or fit into another run_dir; if no process is fitting there "
+            "(a filesystem without file locks keeps a killed fit's lock), delete that file.")):
         yield
-    finally:
-        lock.release()
 
 
 def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedState, split: Any,

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from filelock import FileLock, Timeout
 
 from forecast.errors import ConfigError
+from forecast.files import held
 
 COLUMNS = [
     "dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed",
@@ -117,21 +117,12 @@ def locked(path: str | os.PathLike) -> Iterator[None]:
     rather than a sweep hanging forever.
     """
     lock_file = lock_path(path)
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(lock_file, timeout=LOCK_TIMEOUT_S)
-    try:
-        lock.acquire()
-    except Timeout as error:
-        raise ConfigError(
+    with held(lock_file, LOCK_TIMEOUT_S, (
             f"waited {LOCK_TIMEOUT_S:.0f} s for the lock {lock_file} of the results file {Path(path).name}. Fix: if "
             "no process is writing there, delete the lock file; if file locks do not work across the nodes of this "
             "filesystem, give each worker its own --results_dir and merge them with "
-            "forecast.results.merge_results(worker_dirs, target)."
-        ) from error
-    try:
+            "forecast.results.merge_results(worker_dirs, target).")):
         yield
-    finally:
-        lock.release()
 
 
 def append_row(path: str | os.PathLike, row: dict[str, Any]) -> None:
