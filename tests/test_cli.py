@@ -811,6 +811,9 @@ def test_help_lists_every_subcommand(capsys):
     out = capsys.readouterr().out
     for command in ("fit", "validate", "test", "predict", "sweep", "report", "splits", "demo"):
         assert command in out
+    # the module docstring in terminal text: Sphinx roles and double backticks were printed as written
+    assert ":meth:" not in out and ":func:" not in out and "``" not in out
+    assert "`forecast.experiment.Experiment.run_name`" in out and "`WindowDataModule`" in out
 
 
 @pytest.mark.parametrize("command", ["fit", "sweep", "report", "splits", "demo"])
