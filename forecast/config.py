@@ -404,25 +404,28 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
             tokens[-1] = f"--config={token}"
         else:
             tokens.append(token)
-    config = "--config="
-    tokens = [f"{config}{Path(token[len(config):])}" if token.startswith(config) else token for token in tokens]
-    files = [*map(Path, paths), *(Path(token[len(config):]) for token in tokens if token.startswith(config))]
-    flags = [token for token in tokens if token.startswith("--") and not token.startswith(config)]
+
+    def named_file(token: str) -> str | None:  # the file of a `--config=FILE` token, as Path spells it
+        return str(Path(token[len("--config="):])) if token.startswith("--config=") else None
+
+    tokens = [f"--config={named_file(token)}" if named_file(token) else token for token in tokens]
+    files = [*map(Path, paths), *(Path(named_file(token)) for token in tokens if named_file(token))]
+    flags = [token for token in tokens if token.startswith("--") and not named_file(token)]
     source = ", ".join(map(str, files)) + (" and the command line" if files and flags else "") or "<command line>"
     # Each file read once, its text handed on: `--config <(...)` is a pipe, empty when read a second time.
     texts = {str(path): read_config_text(path) for path in files}
     # A file holding no YAML document (empty, or comments only) sets nothing: jsonargparse would refuse it.
     paths = [path for path in files[:len(paths)] if read_yaml(path, texts[str(path)])]
     tokens = [token for token in tokens
-              if not (token.startswith(config) and not read_yaml(token[len(config):], texts[token[len(config):]]))]
+              if not named_file(token) or read_yaml(named_file(token), texts[named_file(token)])]
     model, recipe = _named_model_and_recipe([(path, texts[str(path)]) for path in paths], tokens, texts)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,
                                add_arguments=add_arguments)
     except ConfigError as error:
         raise ConfigError(f"{source}: model.name={model!r}: {error}") from None
-    arguments = [*(f"{config}{texts[str(path)]}" for path in paths),
-                 *(f"{config}{texts[token[len(config):]]}" if token.startswith(config) else token for token in tokens)]
+    arguments = [*(f"--config={texts[str(path)]}" for path in paths),
+                 *(f"--config={texts[named_file(token)]}" if named_file(token) else token for token in tokens)]
     try:
         given = parser.parse_args(arguments, defaults=False).as_dict()
     except ArgumentError as error:
