@@ -127,12 +127,12 @@ def series_report(module: ForecastModule, fitted: FittedState, loader: Iterable[
                 batch = {name: tensor.to(device) for name, tensor in batch.items()}
                 scored = module.score_batch(batch)
                 for index in batch["series"].unique().tolist():
-                    rows = batch["series"] == index  # [B]
+                    mine = batch["series"] == index  # [B]: the windows of series `index`
                     series = by_series.setdefault(index, {scale: accumulators() for scale in scored})
                     for scale, (pred, target, forecast) in scored.items():
-                        series[scale][0].update(pred[rows], target[rows])
-                        series[scale][1].update({level: values[rows] for level, values in forecast.items()},
-                                                target[rows])
+                        series[scale][0].update(pred[mine], target[mine])
+                        series[scale][1].update({level: values[mine] for level, values in forecast.items()},
+                                                target[mine])
     finally:
         module.train(was_training)
     rows = []
