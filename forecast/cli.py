@@ -607,12 +607,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run these config files instead of selecting from --configs_dir")
     sweep.add_argument("--configs_dir", type=Path, default=None,
                        help="default configs (experiments/benchmark.yaml names the repository's)")
-    sweep.add_argument("--datasets", nargs="+", default=None)
-    sweep.add_argument("--models", nargs="+", default=None)
-    sweep.add_argument("--features", nargs="+", default=None, choices=["M", "S", "MS"])
-    sweep.add_argument("--horizons", nargs="+", type=int, default=None)
+    sweep.add_argument("--datasets", nargs="+", default=None, help="only the configs of these datasets")
+    sweep.add_argument("--models", nargs="+", default=None, help="only the configs of these models")
+    sweep.add_argument("--features", nargs="+", default=None, choices=["M", "S", "MS"],
+                       help="only the configs of these feature modes")
+    sweep.add_argument("--horizons", nargs="+", type=int, default=None, help="only the configs of these pred_len")
     sweep.add_argument("--seeds", nargs="+", type=int, default=None, help="default: each config's seed")
-    sweep.add_argument("--results_dir", type=Path, default=None, help="default results")
+    sweep.add_argument("--results_dir", type=Path, default=None,
+                       help="the folder of results CSVs, one per dataset (default: results)")
     sweep.add_argument("--runs_dir", type=Path, default=None,
                        help="default runs (where forecast fit keeps the same runs)")
     sweep.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -629,9 +631,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.set_defaults(run=_sweep)
 
     report = commands.add_parser("report", allow_abbrev=False,
-                                 help="Markdown tables of the results next to the published numbers")
-    report.add_argument("--results_dir", type=Path, default=Path("results"), help="default results")
-    report.add_argument("--configs_dir", type=Path, default=Path("configs"), help="default configs")
+                                 help="Markdown tables of the results next to the published numbers",
+                                 description="Markdown tables of the results rows (mean and spread over seeds) next "
+                                             "to the published numbers and the baselines.")
+    report.add_argument("--results_dir", type=Path, default=Path("results"),
+                        help="the folder of results CSVs (default: results)")
+    report.add_argument("--configs_dir", type=Path, default=Path("configs"),
+                        help="the <dataset>/<model>_<features>_<horizon>.yaml configs: a setting with a "
+                             "config but no row is marked not run (default: configs)")
     report.add_argument("--published", type=Path, default=None,
                         help="the published figures to compare with (default published.csv if there is one, else "
                              "none: our numbers alone; the repository's: experiments/published.csv)")
