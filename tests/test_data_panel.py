@@ -328,18 +328,24 @@ def test_a_future_covariates_table_is_read_whole_and_only_its_forecast_steps_use
         future_covariate_rows(panel, pd.concat([history, future], ignore_index=True), steps)
 
 
+def _paris_panel_read_back(tmp_path, caplog, spring: pd.DatetimeIndex, winter: pd.DatetimeIndex):
+    """Series 'a' at ``spring``'s dates and 'b' at ``winter``'s, written by to_csv (each row's UTC offset) and
+    read back: ``(the frame written, the panel read)``."""
+    frame = pd.concat([pd.DataFrame({"unique_id": "a", "ds": spring, "y": np.arange(len(spring), dtype=float)}),
+                       pd.DataFrame({"unique_id": "b", "ds": winter, "y": np.arange(len(winter), dtype=float)})])
+    path = tmp_path / "paris.csv"
+    frame.to_csv(path, index=False)
+    with caplog.at_level("INFO", logger="forecast"):
+        return frame, prepare_panel(path, id_column="unique_id", target="y")
+
+
 def test_a_daylight_saving_csv_puts_every_series_on_one_clock(tmp_path, caplog):
     """pandas writes a Paris panel with each row's offset: a series across the March change reads as UTC instants
     (its offsets vary), one within winter as a fixed +01:00. Left so, the panel recorded no zone and new data for
     the winter series that crossed the change was read on another clock; every series is now in UTC, and logged."""
     spring = pd.date_range("2024-03-25", periods=200, freq="h", tz="Europe/Paris")  # crosses 31 March
     winter = pd.date_range("2024-01-10", periods=200, freq="h", tz="Europe/Paris")
-    frame = pd.concat([pd.DataFrame({"unique_id": "a", "ds": spring, "y": np.arange(200.0)}),
-                       pd.DataFrame({"unique_id": "b", "ds": winter, "y": np.arange(200.0)})])
-    path = tmp_path / "paris.csv"
-    frame.to_csv(path, index=False)
-    with caplog.at_level("INFO", logger="forecast"):
-        panel = prepare_panel(path, id_column="unique_id", target="y")
+    frame, panel = _paris_panel_read_back(tmp_path, caplog, spring, winter)
     assert panel.time_zone == "UTC"
     assert panel["a"].dates.equals(spring.tz_convert("UTC")) and panel["b"].dates.equals(winter.tz_convert("UTC"))
     assert "series 'b'" in caplog.text and "read in UTC" in caplog.text
@@ -352,12 +358,7 @@ def test_a_daily_daylight_saving_csv_puts_every_series_on_its_local_clock(tmp_pa
     one within winter at a fixed +01:00; that one was kept zoned beside the other's local dates."""
     spring = pd.date_range("2024-02-25", periods=100, freq="D", tz="Europe/Paris")
     winter = pd.date_range("2023-11-10", periods=100, freq="D", tz="Europe/Paris")
-    frame = pd.concat([pd.DataFrame({"unique_id": "a", "ds": spring, "y": np.arange(100.0)}),
-                       pd.DataFrame({"unique_id": "b", "ds": winter, "y": np.arange(100.0)})])
-    path = tmp_path / "paris.csv"
-    frame.to_csv(path, index=False)
-    with caplog.at_level("INFO", logger="forecast"):
-        panel = prepare_panel(path, id_column="unique_id", target="y")
+    _, panel = _paris_panel_read_back(tmp_path, caplog, spring, winter)
     assert panel.time_zone == "naive" and panel.freq == pd.tseries.frequencies.to_offset("D")
     assert panel["a"].dates.equals(spring.tz_localize(None)) and panel["b"].dates.equals(winter.tz_localize(None))
     assert "series 'b' are read as local times without a zone" in caplog.text
