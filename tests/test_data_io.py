@@ -450,6 +450,23 @@ def test_a_file_written_in_a_daylight_saving_zone_reads_as_utc_instants(tmp_path
         prepare_series(path)
 
 
+@pytest.mark.parametrize(("freq", "start"), [("MS", "2000-01-01"), ("ME", "2000-01-31"), ("W-SUN", "2000-01-02"),
+                                             ("B", "2020-01-01"), ("QS-JAN", "2000-01-01"), ("YS-JAN", "2000-01-01")])
+def test_calendar_dates_with_a_gap_keep_their_calendar_frequency(freq, start):
+    """Monthly dates with one month missing: pandas infers no frequency, and the most common step (744 hours) was
+    taken, so the message counted 25 irregular steps for '744h' and allow_irregular=True forecast dates 31 days
+    apart. The calendar offset every date falls on and most steps follow is taken."""
+    dates = pd.date_range(start, periods=60, freq=freq).delete(30)
+    frame = pd.DataFrame({"date": dates, "OT": np.arange(59.0)})
+    with pytest.raises(IrregularTimestampError, match=rf"1 irregular step for frequency '{freq}'; the first at row "
+                                                      rf"30: {dates[29]} is followed by {dates[30]}, expected "):
+        prepare_series(frame)
+    assert prepare_series(frame, allow_irregular=True).freq == pd.tseries.frequencies.to_offset(freq)
+    hourly = pd.date_range("2000-01-01", periods=60, freq="h").delete(30)  # finer steps keep the step itself
+    with pytest.raises(IrregularTimestampError, match="1 irregular step for frequency 'h'"):
+        prepare_series(pd.DataFrame({"date": hourly, "OT": np.arange(59.0)}))
+
+
 @pytest.mark.parametrize("written", ["iso", "day first"])
 def test_daily_rows_written_in_a_daylight_saving_zone_read_on_their_local_clock(tmp_path, caplog, written):
     """Paris days written by to_csv ('2024-03-30 00:00:00+01:00', '2024-03-31 00:00:00+02:00') were read as UTC

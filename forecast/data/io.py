@@ -946,8 +946,8 @@ def semi_month_hint(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None) -
 
 
 def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin) -> pd.DateOffset:
-    """The given offset, or the one pandas infers, or a semi-month one the dates follow, else the most common
-    step."""
+    """The given offset, or the one pandas infers, or a semi-month one the dates follow, else the calendar offset
+    most steps follow (:func:`_calendar_offset`, for steps of a day or more), else the most common step."""
     if freq is not None:
         return parse_offset(freq)
     inferred = pd.DatetimeIndex(dates, freq="infer").freq if len(dates) >= 3 else None
@@ -957,7 +957,32 @@ def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, ori
     if semi is not None and not _off_grid(dates, to_offset(semi[0]), allow_duplicates=False)[0].size:
         logger.info("%s: semi-monthly dates (%s): frequency %r.", origin.label, semi[1], semi[0])
         return to_offset(semi[0])
-    return _most_common_step(dates, origin)
+    step = _most_common_step(dates, origin)
+    calendar = _calendar_offset(dates) if pd.Timedelta(step) >= pd.Timedelta(days=1) else None
+    return calendar if calendar is not None else step
+
+
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+# The calendar frequencies pandas infers from dates without a gap (semi-months aside: _semi_month), each anchor.
+_CALENDAR_ALIASES = ("B", "MS", "ME", "BMS", "BME", *(f"W-{day}" for day in ("MON", "TUE", "WED", "THU", "FRI",
+                                                                             "SAT", "SUN")),
+                     *(f"QS-{month}" for month in _MONTHS[:3]), *(f"QE-{month}" for month in ("DEC", "JAN", "FEB")),
+                     *(f"YS-{month}" for month in _MONTHS), *(f"YE-{month}" for month in _MONTHS))
+
+
+def _calendar_offset(dates: pd.DatetimeIndex) -> pd.DateOffset | None:
+    """The calendar offset every date falls on that most steps follow (more than half), else ``None``: with a gap
+    pandas infers no frequency, and the most common step of monthly dates (744 hours) would misplace every
+    forecast date after it."""
+    best, followed_most = None, (len(dates) - 1) // 2
+    for alias in _CALENDAR_ALIASES:
+        offset = to_offset(alias)
+        if not all(offset.is_on_offset(date) for date in dates):
+            continue
+        followed = int(np.count_nonzero(np.asarray(dates[:-1] + offset == dates[1:])))
+        if followed > followed_most:
+            best, followed_most = offset, followed
+    return best
 
 
 def _off_grid(dates: pd.DatetimeIndex, offset: pd.DateOffset, *,
@@ -1028,7 +1053,8 @@ def prepare_series(
     the target among them; they are numeric; they are finite (``fill_nan`` opts in to
     ``'ffill'``, ``'interpolate'`` or ``'zero'``, before each column's last finite value, never
     after it: a forecast starts after the last row); steps follow ``freq`` (inferred when
-    ``None``; ``allow_irregular`` accepts gaps and uses the most common step as frequency).
+    ``None``; ``allow_irregular`` accepts gaps, the frequency then the calendar one most steps follow, such as
+    ``'MS'``, else the most common step).
     ``columns`` selects variables (the target is always kept); their order stays the
     table's, with the target moved last. Without a ``target``, ``M`` uses every column
     and ``S``/``MS`` the last numeric one (logged). Dates written day and month first are read in the
