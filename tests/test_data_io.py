@@ -107,7 +107,26 @@ BAD_INPUT = [
      UnknownColumnError, ["'zzz'", "columns="]),
     ("no variables", lambda: make_frame()[["date"]], {},
      NoVariablesError, ["no variable column"]),
+    # Each was given a fix that does not apply: unit='s', pd.to_numeric, fill_nan=, no name close to the one given.
+    ("dates written as YYYYMMDD numbers", lambda: make_frame(freq="D").assign(
+        date=lambda f: f["date"].dt.strftime("%Y%m%d").astype(int)), {},
+     UnparsableDateError, ["holds numbers (int64)", ".astype(str), format='%Y%m%d')", "YYYYMMDD"]),
+    ("thousands separators in every cell", lambda: make_frame().assign(
+        OT=lambda f: [f"1,{i:03d}.5" for i in range(len(f))]), {},
+     NonNumericColumnError, ["'OT'", "'1,000.5'", "','"]),  # thousands=',' (a file) or .replace(',', '')
+    ("an empty column", lambda: make_frame().assign(a=np.nan), {},
+     NonFiniteValueError, ["column 'a' holds no finite value (all 24 rows are NaN or inf)", "drop the column"]),
+    ("a target spelt in another case", lambda: make_frame().rename(columns={"OT": "Ot"}), {"target": "OT"},
+     UnknownTargetError, ["target 'OT' is not a column", "The table spells it 'Ot'."]),
 ]
+
+
+def test_dates_as_text_in_the_index_are_pointed_at():
+    """A table indexed by date strings was told to pass date_column= or to index it by a DatetimeIndex."""
+    frame = make_frame().set_index("date")
+    frame.index = frame.index.strftime("%Y-%m-%d %H:%M")
+    with pytest.raises(MissingDateColumnError, match=r"the table's index holds dates as text.*pd.to_datetime"):
+        prepare_series(frame)
 
 
 @pytest.mark.parametrize("as_csv", [False, True], ids=["DataFrame", "csv"])

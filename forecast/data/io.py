@@ -218,10 +218,16 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format
     if pd.api.types.is_datetime64_any_dtype(raw.dtype):
         parsed = raw
     elif pd.api.types.is_numeric_dtype(raw.dtype):
+        # 20240131: a date written as a number, which pandas would read as nanoseconds since 1970.
+        as_days = (pd.to_datetime(raw.astype("string"), format="%Y%m%d", errors="coerce")
+                   if pd.api.types.is_integer_dtype(raw.dtype) else None)
+        convert = (f"pd.to_datetime(df[{column!r}].astype(str), format='%Y%m%d') (its numbers are dates written "
+                   "YYYYMMDD)" if as_days is not None and as_days.notna().all()
+                   else f"pd.to_datetime(df[{column!r}], unit='s')")
         raise UnparsableDateError(
             f"{origin.label}: date column {column!r} holds numbers ({raw.dtype}), not timestamps. "
-            "Fix: convert it first, e.g. df[col] = pd.to_datetime(df[col], unit='s'), or name the "
-            "right column with date_column=..."
+            f"Fix: convert it first, e.g. df[{column!r}] = {convert}, or name the right column with "
+            "date_column=..."
         )
     elif date_format is not None:
         parsed, offsets_vary = _read_in_format(raw, date_format)
@@ -636,6 +642,9 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
     if levels:  # e.g. a panel indexed by (id, date): only a DatetimeIndex alone is read as the time axis
         fix = (f"Fix: the timestamps are level {levels[0]!r} of the table's index {list(frame.index.names)!r}; "
                "df.reset_index() makes them a column.")
+    elif not isinstance(frame.index, pd.MultiIndex) and _looks_like_dates(frame.index.to_series()):
+        fix = ("Fix: the table's index holds dates as text; make them timestamps: df.index = "
+               "pd.to_datetime(df.index).")
     else:
         fix = _separator_fix(list(frame.columns)) or ("Fix: pass date_column=<the name of the timestamp column>, "
                                                       "or index the data by a DatetimeIndex.")
@@ -796,10 +805,12 @@ def _select_columns(
     if target is None:
         target = _default_target(frame, variables, features, origin)
     if target not in variables:
+        # A name that differs only in case or surrounding spaces ('OT' for 'ot ') is named as the table spells it.
+        alike = [column for column in variables if str(column).strip().lower() == str(target).strip().lower()]
         raise UnknownTargetError(
             f"{origin.label}: target {target!r} is not a column; the variable columns are "
-            f"{variables!r}. Fix: pass target=<one of them>, or target=None (features='M': every column; "
-            "'S'/'MS': the last numeric one)."
+            f"{variables!r}.{f' The table spells it {alike[0]!r}.' if alike else ''} Fix: pass target=<one of "
+            "them>, or target=None (features='M': every column; 'S'/'MS': the last numeric one)."
         )
     if features == "S":
         return (target,), (target,), target
@@ -830,7 +841,7 @@ def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Or
         if bad.size:
             position = int(bad[0])
             value = series.iloc[position]
-            if as_numbers.notna().sum() > bad.size:
+            if as_numbers.notna().sum() > bad.size or _with_thousands_separators(value):
                 raise NonNumericColumnError(_bad_cells_message(origin, column, frame.index, position, value, bad.size))
             raise NonNumericColumnError(
                 f"{origin.label}: column {column!r} is not numeric: {origin.row(position, frame.index)} "
@@ -842,10 +853,16 @@ def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Or
     return pd.DataFrame(converted, index=frame.index)
 
 
+def _with_thousands_separators(value: object) -> bool:
+    """Whether ``value`` is a number written with thousands separators ('1,000.5')."""
+    return isinstance(value, str) and "," in value and not pd.isna(pd.to_numeric(value.replace(",", ""),
+                                                                                errors="coerce"))
+
+
 def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, position: int, value: object,
                        count: int) -> str:
     """The message for a column of numbers with ``count`` cells that are not (the first at ``position``)."""
-    thousands = isinstance(value, str) and not pd.isna(pd.to_numeric(value.replace(",", ""), errors="coerce"))
+    thousands = _with_thousands_separators(value)
     if origin.is_file:
         option = "thousands=','" if thousands else f"na_values=[{value!r}]"
         convert = f"read the file with pd.read_csv(<the file>, {option}) and pass the DataFrame"
@@ -883,6 +900,12 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
             "row, and fill_nan fills gaps before the last observation only. Fix: drop those rows (a panel's future "
             "steps go in predict(..., future_covariates=...))."
         )
+    empty = values.columns[~finite.any(axis=0)]
+    if len(empty):  # no fill policy helps
+        raise NonFiniteValueError(
+            f"{origin.label}: column {empty[0]!r} holds no finite value (all {len(values)} rows are NaN or inf). "
+            "Fix: drop the column (or pass columns=[...] without it)."
+        )
     if fill_nan is None:
         rows, cols = np.nonzero(~finite)
         column = values.columns[cols[0]]
@@ -891,12 +914,6 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
             f"{origin.label}: column {column!r}, {origin.row(int(rows[0]), values.index)} is "
             f"{value} ({rows.size} non-finite values in the used columns). Fix: clean the data, "
             f"or pass fill_nan= one of {FILL_POLICIES} (NaN and inf are filled alike)."
-        )
-    empty = values.columns[~finite.any(axis=0)]
-    if len(empty):
-        raise NonFiniteValueError(
-            f"{origin.label}: column {empty[0]!r} has no finite value to fill from. "
-            "Fix: drop the column (or pass columns=[...] without it)."
         )
     missing = values.replace([np.inf, -np.inf], np.nan)
     if fill_nan == "ffill":
