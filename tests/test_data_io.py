@@ -117,7 +117,11 @@ BAD_INPUT = [
     ("an empty column", lambda: make_frame().assign(a=np.nan), {},
      NonFiniteValueError, ["column 'a' holds no finite value (all 24 rows are NaN or inf)", "drop the column"]),
     ("a target spelt in another case", lambda: make_frame().rename(columns={"OT": "Ot"}), {"target": "OT"},
-     UnknownTargetError, ["target 'OT' is not a column", "The table spells it 'Ot'."]),
+     UnknownTargetError, ["target 'OT' is not a column", "The table spells 'OT' as 'Ot'."]),
+    ("columns spelt with spaces", make_frame, {"columns": [" a"]},
+     UnknownColumnError, ["columns=[' a'] not in the table", "The table spells ' a' as 'a'."]),
+    ("a date column spelt in another case", make_frame, {"date_column": "Date"},
+     MissingDateColumnError, ["no date column 'Date'", "The table spells 'Date' as 'date'."]),
 ]
 
 

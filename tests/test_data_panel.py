@@ -175,6 +175,13 @@ def test_column_roles_are_checked():
         prepare_panel(frame.set_index("ds")["y"], id_column="unique_id", target="y")
 
 
+def test_a_role_spelt_in_another_case_is_named_as_the_table_spells_it():
+    frame = long_frame().rename(columns={"unique_id": "Store"})
+    with pytest.raises(UnknownColumnError, match=r"id_column 'store' is not a column; the columns are \[.*\]\. The "
+                                                 r"table spells 'store' as 'Store'\. Fix: name the column"):
+        prepare_panel(frame, **{**ROLES, "id_column": "store"})
+
+
 def test_a_column_held_in_the_index_is_named_as_an_index_level_with_reset_index_as_the_fix():
     """frame.set_index(['unique_id', 'ds']) was refused as if the id column did not exist."""
     frame = long_frame()

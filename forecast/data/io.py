@@ -689,9 +689,21 @@ def _extract_dates(
     )
     raise MissingDateColumnError(
         f"{origin.label}: no date column {date_column!r}; the columns are "
-        f"{list(frame.columns)!r}. Fix: pass date_column=<the name of the timestamp column>, or "
+        f"{list(frame.columns)!r}.{spelt_alike([date_column], list(frame.columns))} Fix: pass "
+        "date_column=<the name of the timestamp column>, or "
         f"date_column=None to find the one column holding timestamps.{index}"
     )
+
+
+def spelt_alike(names: Sequence[Hashable], columns: Sequence[Hashable]) -> str:
+    """`` The table spells 'OT' as 'Ot'.`` for each of ``names`` that is no column but differs from one only in
+    case or surrounding spaces, else ``""``."""
+    def key(name: Hashable) -> str:
+        return str(name).strip().lower()
+
+    alike = [(name, column) for name in names for column in columns
+             if name not in columns and key(column) == key(name)]
+    return "".join(f" The table spells {name!r} as {column!r}." for name, column in alike)
 
 
 def _step_faults(dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
@@ -791,7 +803,7 @@ def _select_columns(
         if unknown:
             raise UnknownColumnError(
                 f"{origin.label}: columns={unknown!r} not in the table; its variable columns are "
-                f"{variables!r}. Fix: pass names from that list."
+                f"{variables!r}.{spelt_alike(unknown, variables)} Fix: pass names from that list."
             )
         chosen = set(columns) | ({target} if target in variables else set())
         variables = [c for c in variables if c in chosen]
@@ -805,12 +817,10 @@ def _select_columns(
     if target is None:
         target = _default_target(frame, variables, features, origin)
     if target not in variables:
-        # A name that differs only in case or surrounding spaces ('OT' for 'ot ') is named as the table spells it.
-        alike = [column for column in variables if str(column).strip().lower() == str(target).strip().lower()]
         raise UnknownTargetError(
             f"{origin.label}: target {target!r} is not a column; the variable columns are "
-            f"{variables!r}.{f' The table spells it {alike[0]!r}.' if alike else ''} Fix: pass target=<one of "
-            "them>, or target=None (features='M': every column; 'S'/'MS': the last numeric one)."
+            f"{variables!r}.{spelt_alike([target], variables)} Fix: pass target=<one of them>, or target=None "
+            "(features='M': every column; 'S'/'MS': the last numeric one)."
         )
     if features == "S":
         return (target,), (target,), target

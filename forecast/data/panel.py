@@ -42,6 +42,7 @@ from forecast.data.io import (
     day_month_format,
     index_level_fix,
     parse_dates,
+    spelt_alike,
     read_table,
     semi_month_hint,
     to_zone,
@@ -140,10 +141,11 @@ def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column
         in_index = index_level_fix(frame, column)
         if in_index is not None:
             raise UnknownColumnError(f"{origin.label}: {role} {column!r} {in_index}.")
-        fix = (f"the model was fitted with it. Fix: pass data holding the fitted columns {[c for _, c in named]!r}"
-               if fitted else "Fix: name the column as the table spells it")
+        fix = (f"; the model was fitted with it.{spelt_alike([column], list(frame.columns))} Fix: pass data holding "
+               f"the fitted columns {[c for _, c in named]!r}" if fitted else
+               f".{spelt_alike([column], list(frame.columns))} Fix: name the column as the table spells it")
         raise UnknownColumnError(f"{origin.label}: {role} {column!r} is not a column; the columns are "
-                                 f"{list(frame.columns)!r}; {fix}.")
+                                 f"{list(frame.columns)!r}{fix}.")
 
 
 def _check_id_texts(ids: Sequence[Hashable], label: str, id_column: Hashable) -> None:
