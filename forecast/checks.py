@@ -9,14 +9,15 @@ a 1. Numpy scalars count as numbers (``numbers.Integral``/``numbers.Real``).
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from collections.abc import Collection, Iterable
 
 from forecast.errors import ConfigError
 
-__all__ = ["is_int", "is_real", "require_bool", "require_choice", "require_int", "require_ints", "require_levels",
-           "require_real"]
+__all__ = ["did_you_mean", "is_int", "is_real", "require_bool", "require_choice", "require_int", "require_ints",
+           "require_levels", "require_real"]
 
 
 def is_int(value: object) -> bool:
@@ -57,11 +58,19 @@ def require_bool(name: str, value: object) -> bool:
     return value
 
 
+def did_you_mean(value: object, choices: Iterable[object]) -> str:
+    """`` Did you mean 'informer'?`` where ``value`` is text close to one of ``choices`` (a typo), else ``""``."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [choice for choice in choices if isinstance(choice, str)], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def require_choice(name: str, value: object, choices: Collection[object]) -> object:
     """``value`` if it is one of ``choices`` (a tuple lookup, so an unhashable value fails cleanly)."""
     options = tuple(choices)
     if value not in options:
-        raise _fail(name, f"one of {options}", value)
+        raise ConfigError(f"{_fail(name, f'one of {options}', value)}.{did_you_mean(value, options)}")
     return value
 
 

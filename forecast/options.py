@@ -24,7 +24,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import Callback
 
-from forecast.checks import require_bool, require_levels
+from forecast.checks import did_you_mean, require_bool, require_levels
 from forecast.data import DataConfig, WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
@@ -130,8 +130,10 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
                                   f"came from recipe {recipe.name!r}: pass it to Forecaster(...) to override it, or "
                                   "recipe='paper')") from error
             raise
+        valid = (*known, *_DATA_OPTIONS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS, "quantiles", "progress")
+        hints = "".join(did_you_mean(name, valid) for name in unknown)
         raise ConfigError(
-            f"unknown option(s) {unknown} for Forecaster({model!r}). Valid options: model "
+            f"unknown option(s) {unknown} for Forecaster({model!r}).{hints} Valid options: model "
             f"{list(known) or '(none)'}; data {sorted((*_DATA_OPTIONS, *_SHARED_OPTIONS))}; training "
             f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
             "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
@@ -184,7 +186,7 @@ class ForecasterOptions:
         """The :class:`~forecast.Forecaster` constructor's arguments over recipe ``recipe``'s defaults,
         routed and checked; ConfigError names an unknown model, option or a bad value."""
         if model not in MODELS:
-            raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
+            raise ConfigError(f"unknown model {model!r}; choose one of {sorted(MODELS)}.{did_you_mean(model, MODELS)}")
         chosen = get_recipe(recipe)
         # The recipe's training settings and model options, beneath those given (their names never overlap).
         given, options = tuple(options), {**chosen.training, **chosen.options_for(model), **options}

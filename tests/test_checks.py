@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forecast.checks import (
+    did_you_mean,
     is_int,
     is_real,
     require_bool,
@@ -66,6 +67,23 @@ def test_require_choice_lists_the_choices_and_survives_unhashable_values():
     for value in ("c", None, 3, ["a"], {"a": 1}):
         with pytest.raises(ConfigError, match=re.escape(f"mode must be one of ('a', 'b'), got mode={value!r}")):
             require_choice("mode", value, ("a", "b"))
+
+
+def test_a_typo_is_offered_the_close_choice_and_nothing_else_is():
+    """`fill_nan='interpolat'`, `Forecaster('informr')` and `Forecaster('informer', d_modle=64)` listed the
+    choices without the one meant."""
+    with pytest.raises(ConfigError, match=re.escape("got fill_nan='interpolat'. Did you mean 'interpolate'?")):
+        require_choice("fill_nan", "interpolat", ("ffill", "interpolate", "zero"))
+    assert did_you_mean("zzz", ("ffill", "interpolate")) == "" and did_you_mean(3, ("3",)) == ""
+    from forecast import Forecaster
+
+    with pytest.raises(ConfigError, match=re.escape("unknown model 'informr'; choose one of [") + r".*\]\. Did you "
+                                          r"mean 'informer'\?"):
+        Forecaster("informr")
+    with pytest.raises(ConfigError, match=re.escape("unknown option(s) ['d_modle', 'lerning_rate'] for Forecaster("
+                                                    "'informer'). Did you mean 'd_model'? Did you mean "
+                                                    "'learning_rate'? Valid options")):
+        Forecaster("informer", d_modle=64, lerning_rate=1e-3)
 
 
 BOUNDS = st.one_of(st.none(), st.floats(-10, 10, allow_nan=False))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from forecast.checks import did_you_mean
 from forecast.errors import ConfigError
 from forecast.models.base import DataSpec, ForecastModel, model_inputs
 from forecast.models.dlinear import DLinear, DLinearConfig
@@ -73,14 +74,14 @@ def model_config_class(name: str) -> tuple[type | None, frozenset[str]]:
     """The config dataclass whose fields are the registered model ``name``'s options (``None``: it takes
     none, or it was registered at run time and checks its own), and the fields its builder fixes."""
     if name not in MODELS:
-        raise ConfigError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
+        raise ConfigError(f"unknown model {name!r}; choose one of {sorted(MODELS)}.{did_you_mean(name, MODELS)}")
     return _CONFIGS.get(name, (None, frozenset()))
 
 
 def model_options(name: str) -> tuple[str, ...]:
     """The option names the registered model ``name`` accepts: its config dataclass's fields."""
     if name not in MODELS:
-        raise ConfigError(f"unknown model {name!r}; choose one of {sorted(MODELS)}")
+        raise ConfigError(f"unknown model {name!r}; choose one of {sorted(MODELS)}.{did_you_mean(name, MODELS)}")
     config, fixed = _CONFIGS.get(name, (None, frozenset()))
     return tuple(f.name for f in dataclasses.fields(config) if f.name not in fixed) if config else ()
 
