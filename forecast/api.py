@@ -41,7 +41,7 @@ from forecast.errors import ConfigError
 from forecast.metrics import check_variable_names, pivot_report
 from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.options import ForecasterOptions
+from forecast.options import DEFAULT_QUANTILES, ForecasterOptions
 from forecast.plotting import check_forecast_names
 from forecast.predictor import DataFile, Predictor, fit_lock, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE
@@ -49,7 +49,6 @@ from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, pl
 
 __all__ = ["Forecaster", "model_option_names"]
 
-DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +132,8 @@ class Forecaster:
             reversible instance normalization and the settings chosen on validation
             windows) or ``paper`` (the papers' settings). Options given here win.
         quantiles: levels of the quantile columns ``predict`` adds for models that
-            forecast distributions (``model.probabilistic``).
+            forecast distributions (``model.probabilistic``); levels other than the default asked
+            of a model that forecasts points are refused.
         progress: show Lightning's progress bar; ``None`` (the default): in interactive use (a
             terminal or a Jupyter kernel) unless the ``CI`` environment variable is set.
             Lightning's own messages (accelerator summary, tips) are never shown; every

@@ -81,6 +81,24 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
                     n_time_features=4, season=1)
 
 
+DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
+
+
+def _refuse_point_quantiles(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any],
+                            levels: tuple[float, ...]) -> None:
+    """ConfigError for levels other than the default asked of a model that forecasts points: predict adds quantile
+    columns for probabilistic models only, so they would be ignored."""
+    if not levels or levels == DEFAULT_QUANTILES:
+        return
+    with private_rng():
+        probabilistic = build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
+                                    **model_options).probabilistic
+    if not probabilistic:
+        raise ConfigError(f"quantiles={list(levels)} name the quantile columns predict adds for a model that forecasts "
+                          f"a distribution, but {model!r} with these options forecasts points. Fix: leave quantiles "
+                          "out, or choose a probabilistic model (logsparse with head='gaussian', seasonal_naive).")
+
+
 def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
     checked = require_levels("quantiles", levels, allow_empty=True)
     if len(set(checked)) != len(checked):
@@ -212,6 +230,7 @@ class ForecasterOptions:
         training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
                                   extra_trainer_options=extra)
         _check_model_options(model, window, model_options, chosen, given)
+        _refuse_point_quantiles(model, window, model_options, levels)
         routed = cls(model, chosen, window, data_options, training, model_options, levels, progress, callbacks)
         routed.new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         return routed

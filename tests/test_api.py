@@ -776,6 +776,18 @@ def test_sampling_models_get_seeded_quantiles_without_touching_the_global_rng(fr
         np.testing.assert_allclose(future[f"OT_q{level}"], expected, rtol=1e-6)
 
 
+def test_quantiles_asked_of_a_model_that_forecasts_points_are_refused():
+    """Forecaster('dlinear', quantiles=[0.1, 0.9]) fitted and predicted without a quantile column, saying nothing."""
+    for model, options in (("dlinear", {}), ("informer", tiny("informer"))):
+        with pytest.raises(ConfigError, match=re.escape(f"quantiles=[0.1, 0.9] name the quantile columns predict "
+                                                        f"adds for a model that forecasts a distribution, but "
+                                                        f"{model!r} with these options forecasts points. Fix:")):
+            Forecaster(model, **WINDOW, quantiles=(0.1, 0.9), **options)
+    Forecaster("dlinear", **WINDOW)  # the default levels, and none, ask nothing of a point model
+    Forecaster("dlinear", **WINDOW, quantiles=())
+    Forecaster("logsparse", **WINDOW, quantiles=(0.1, 0.9), head="gaussian", **tiny("logsparse"))
+
+
 def test_predict_draws_sampled_quantiles_as_evaluate_does(frame):
     """Seeded by the same rule as evaluate(), not by the training seed, from as many paths."""
     seasonal = dict(WINDOW, features="S", season_length=24, quantiles=(0.1, 0.9))
