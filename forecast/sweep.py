@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-from forecast.checks import is_int, require_ints
+from forecast.checks import did_you_mean, is_int, require_ints
 from forecast.config import CONFIG_NAME, DEFAULT_RUNS_DIR, RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError, ForecastError
 from forecast.experiment import Experiment, run_experiment
@@ -124,7 +124,8 @@ class SweepSpec:
         known = {"configs_dir", "results_dir", "runs_dir", "overrides", "shard", *_LIST_FIELDS}
         unknown = sorted(set(mapping) - known)
         if unknown:
-            raise ConfigError(f"{path}: unknown sweep option(s) {unknown}. Valid: {sorted(known)}.")
+            hints = "".join(did_you_mean(name, known) for name in unknown)
+            raise ConfigError(f"{path}: unknown sweep option(s) {unknown}.{hints} Valid: {sorted(known)}.")
         values: dict[str, Any] = {}
         for name in _LIST_FIELDS:
             if name in mapping:
@@ -206,6 +207,7 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
                           "or generate them with python experiments/make_configs.py.")
     datasets = spec.datasets or tuple(sorted(p.name for p in spec.configs_dir.iterdir() if p.is_dir()))
     chosen = []
+    present: dict[str, set] = {"models": set(), "features": set(), "horizons": set()}  # what the filters could pick
     for dataset in datasets:
         folder = spec.configs_dir / dataset
         if not folder.is_dir():
@@ -216,9 +218,22 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
             if name is None:
                 continue
             model, features, horizon = name["model"], name["features"], int(name["pred_len"])
+            for values, value in zip(present.values(), (model, features, horizon), strict=True):
+                values.add(value)
             if ((not spec.models or model in spec.models) and (not spec.features or features in spec.features)
                     and (not spec.horizons or horizon in spec.horizons)):
                 chosen.append(path)
+    if not chosen:
+        asked = [(name, getattr(spec, name)) for name in present if getattr(spec, name)]
+        hints = "".join(did_you_mean(str(value), map(str, present[name])) for name, values in asked
+                        for value in values if value not in present[name])
+        of = f"of {list(datasets)} " if spec.datasets else ""
+        raise ConfigError(
+            f"the sweep selects no run: no config {of}in {spec.configs_dir} has "
+            f"{', '.join(f'--{name} {list(values)}' for name, values in asked)}. "
+            f"Theirs: --models {sorted(present['models'])}, --features {sorted(present['features'])}, --horizons "
+            f"{sorted(present['horizons'])}.{hints} Fix: select from those."
+        )
     return chosen
 
 

@@ -164,8 +164,12 @@ def test_a_killed_sweep_loses_no_finished_row_and_resumes_the_interrupted_run(sw
 def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_path):
     runs = plan_sweep(sweep_dirs.updated(models=["naive"], seeds=[3, 4]))
     assert [(run.experiment.model, run.experiment.seed) for run in runs] == [("naive", 3), ("naive", 4)]
-    with pytest.raises(ConfigError, match="selects no run"):
+    with pytest.raises(ConfigError, match=r"selects no run: no config in .* has --horizons \[99\]\. Theirs: --models "
+                                          r"\[.*'naive'.*\], --features \[.*\], --horizons \[.*\]\. Fix"):
         plan_sweep(sweep_dirs.updated(horizons=[99]))
+    # a misspelt model was listed with the filters, not the models there (nor the one meant)
+    with pytest.raises(ConfigError, match=r"has --models \['naiv'\]\. Theirs: .*Did you mean 'naive'\?"):
+        plan_sweep(sweep_dirs.updated(models=["naiv"]))
     with pytest.raises(ConfigError, match="no configs for dataset 'ETTh9'"):
         plan_sweep(sweep_dirs.updated(datasets=["ETTh9"]))
     # overrides reach every run; model options change the run key, training options do not
@@ -220,7 +224,7 @@ def test_sweep_file_and_flags_combine(sweep_dirs, tmp_path, capsys):
     assert main(["sweep", "--sweep", str(sweep_file), "--seeds", "5", "--dry-run"]) == 0
     assert "1 run: 1 done" in capsys.readouterr().out
     sweep_file.write_text("modles: [naive]\n")
-    with pytest.raises(ConfigError, match="unknown sweep option"):
+    with pytest.raises(ConfigError, match=r"unknown sweep option\(s\) \['modles'\]\. Did you mean 'models'\?"):
         SweepSpec.from_file(sweep_file)
 
 
