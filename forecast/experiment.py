@@ -55,15 +55,18 @@ _DEFAULT_TIME_ENCODING = DataConfig.time_encoding  # "timeF": left out of a run'
 
 
 def dataset_label(dataset: str) -> str:
-    """How rows and run folders name a dataset: a registered one by its name; a file by its stem and the first 10
-    hex digits of the sha256 of its bytes (``toy@1a2b3c4d5e``; ``toy@missing`` for a ``.csv`` path that is no file).
+    """How rows and run folders name a dataset: a registered one by its name (given by an alias or in another case
+    too); a file by its stem and the first 10 hex digits of the sha256 of its bytes (``toy@1a2b3c4d5e``;
+    ``toy@missing`` for a ``.csv`` path that is no file).
 
     The stem alone named two files of one name, or a file before and after an edit, as one dataset: a sweep took
     one's row for the other's, and ``forecast test``/``predict`` loaded the other's run folder. Rows written
     before have the stem alone and match no run now (:func:`run_experiment` warns and runs it again)."""
-    path = Path(dataset)
-    if datasets.find(dataset) is not None or not (path.is_file() or dataset.lower().endswith(".csv")):
-        return dataset  # registered, or naming nothing that a run could read: as given
+    path, registered = Path(dataset), datasets.find(dataset)
+    if registered is not None:  # 'etth1', 'ili': the registered name, so each spelling finds the same runs and rows
+        return registered.name
+    if not (path.is_file() or dataset.lower().endswith(".csv")):
+        return dataset  # naming nothing that a run could read: as given
     if not path.is_file():  # a run on it fails (the reader says why), so no row is written under this label
         return f"{path.stem}@missing"
     return f"{path.stem}@{file_digest(path)}"
@@ -175,7 +178,7 @@ class Experiment:
     def results_path(self, results_dir: str | os.PathLike[str]) -> Path:
         """``<results_dir>/<stem>.csv``: rows of every version of a CSV file share its file, told apart by their
         ``dataset`` (:func:`dataset_label`)."""
-        return Path(results_dir) / f"{Path(self.dataset).stem}.csv"
+        return Path(results_dir) / f"{Path(self.label.partition('@')[0]).stem}.csv"
 
 
 def run_name(key: Mapping[str, Any]) -> str:

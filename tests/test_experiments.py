@@ -375,6 +375,19 @@ def test_configs_share_keys_and_run_folders_with_the_runners_rows():
         assert configured.training == script.training
 
 
+def test_a_registered_dataset_named_by_an_alias_or_in_another_case_is_one_run():
+    """--data.dataset etth1 trained in runs/dataset=etth1_... and wrote results/etth1.csv: `ETTh1` found neither."""
+    from forecast.config import load_config
+
+    canonical = load_config(CONFIGS / "national_illness" / "informer_M_24.yaml").experiment()
+    for spelling in ("NATIONAL_ILLNESS", "ili"):
+        other = load_config(CONFIGS / "national_illness" / "informer_M_24.yaml",
+                            ["--data.dataset", spelling]).experiment()
+        assert other.key() == canonical.key() and other.run_name() == canonical.run_name()
+        assert other.results_path("results") == canonical.results_path("results")
+    assert canonical.results_path("results") == Path("results/national_illness.csv")
+
+
 def test_published_numbers_are_well_formed():
     from forecast import datasets
     from forecast.models import MODELS
