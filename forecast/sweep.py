@@ -223,7 +223,7 @@ def _selected_configs(spec: SweepSpec) -> list[Path]:
             if ((not spec.models or model in spec.models) and (not spec.features or features in spec.features)
                     and (not spec.horizons or horizon in spec.horizons)):
                 chosen.append(path)
-    if not chosen:
+    if not chosen and any(getattr(spec, name) for name in present):
         asked = [(name, getattr(spec, name)) for name in present if getattr(spec, name)]
         hints = "".join(did_you_mean(str(value), map(str, present[name])) for name, values in asked
                         for value in values if value not in present[name])
