@@ -694,8 +694,10 @@ def with_command_line_flags(message: str, command: str) -> str:
     # predict's --future_covariates CSV; fit's --resume false, the fix's resume=False
     own = {name: f" {str(not default).lower()}" if isinstance(default, bool) else ""
            for name, _, default, _ in _COMMAND_FLAGS.get(command, ())}
-    # `pass columns=[...]`, `(fill_nan=...)`: not `runs/dataset=ETTh1_model=...`, a run folder's name
-    named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`])(\w+)=", message)
+    # `pass columns=[...]`, `(fill_nan=...)`: not `runs/dataset=ETTh1_model=...`, a run folder's name, nor what the
+    # message says before its fix (`models=[...]` of a sweep's filters)
+    fix = message[message.find("Fix:"):] if "Fix:" in message else message
+    named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`])(\w+)=", fix)
                           if name in {*data_option_names(), *own})
     if prefix is None or not named:
         return message

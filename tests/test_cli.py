@@ -507,6 +507,9 @@ def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
     fix = "Fix: pass future_covariates=<a long table>."  # a fit's column list, but predict's own CSV flag
     assert with_command_line_flags(fix, "fit").endswith("(On the command line: --data.future_covariates.)")
     assert with_command_line_flags(fix, "predict").endswith("(On the command line: --future_covariates.)")
+    # what a message reports before its fix is no option to pass: a sweep's filters read `--set data.features`
+    reported = "no config matches features=['M']. Fix: select from those."
+    assert with_command_line_flags(reported, "sweep") == reported
 
 
 def test_fit_into_a_file_is_refused_and_resume_false_replaces_another_run(workdir, capsys):
