@@ -473,6 +473,16 @@ def test_a_file_written_in_a_daylight_saving_zone_reads_as_utc_instants(tmp_path
         prepare_series(path)
 
 
+def test_day_first_dates_some_without_their_offset_are_named_as_such():
+    """'13/01/2024 00:00' among '13/01/2024 01:00+0100': refused with pandas' 'Mixed timezones detected' and the
+    fix 'use one timestamp format and one time zone', as ISO dates are not: the row without its offset is named."""
+    stamps = pd.date_range("2024-01-13", periods=48, freq="h")
+    dates = [stamp.strftime("%d/%m/%Y %H:%M") + ("+0100" if row % 2 else "") for row, stamp in enumerate(stamps)]
+    with pytest.raises(UnparsableDateError, match=r"mixes zoned and unzoned timestamps: row 0 holds '13/01/2024 "
+                                                  r"00:00', without the time zone or UTC offset other rows carry"):
+        prepare_series(pd.DataFrame({"date": dates, "OT": np.arange(48.0)}))
+
+
 @pytest.mark.parametrize(("freq", "start"), [("MS", "2000-01-01"), ("ME", "2000-01-31"), ("W-SUN", "2000-01-02"),
                                              ("B", "2020-01-01"), ("QS-JAN", "2000-01-01"), ("YS-JAN", "2000-01-01")])
 def test_calendar_dates_with_a_gap_keep_their_calendar_frequency(freq, start):

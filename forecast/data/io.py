@@ -433,8 +433,10 @@ def _as_utc(raw: pd.Series) -> pd.Series | None:
     for date_format in (None, "ISO8601"):
         try:
             with warnings.catch_warnings():
-                # pandas warns when the first value gives no format; a probe's answer is the instants or None.
+                # pandas warns when the first value gives no format, or reads day-first text month first; a
+                # probe's answer is the instants or None.
                 warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
+                warnings.filterwarnings("ignore", "Parsing dates in", UserWarning)
                 parsed = pd.to_datetime(raw, utc=True, format=date_format)
         except (ValueError, TypeError, OverflowError):
             continue
@@ -447,7 +449,9 @@ _DIGITS = re.compile(r"\d")
 
 def _zoned(value: object) -> bool:
     try:
-        return pd.Timestamp(value).tzinfo is not None
+        with warnings.catch_warnings():  # a probe of the offset: day-first text read month first says nothing
+            warnings.filterwarnings("ignore", "Parsing dates in", UserWarning)
+            return pd.Timestamp(value).tzinfo is not None
     except (ValueError, TypeError, OverflowError):
         return False
 
@@ -470,11 +474,11 @@ def _zoned_rows(raw: pd.Series) -> np.ndarray:
 
 def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.Series:
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as said:
             # pandas warns when the first value gives no format (e.g. 'tomorrow'), then fails on it:
             # the fallbacks below parse with explicit formats or report the row.
             warnings.filterwarnings("ignore", "Could not infer format", UserWarning)
-            return pd.to_datetime(raw)
+            parsed = pd.to_datetime(raw)
     except (ValueError, TypeError, OverflowError) as strict_error:
         # Variants of ISO 8601 ('2021-01-01 03:00', '2021-01-01T04:00') read one way only.
         try:
@@ -482,12 +486,12 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
         except (ValueError, TypeError, OverflowError):
             pass
         as_utc = _as_utc(raw)
-        zoned = _zoned_rows(raw) if as_utc is not None else np.zeros(0, dtype=bool)
-        if zoned.any():
-            if zoned.all():
-                # Each row's offset names one instant (a daylight-saving zone written by to_csv changes it twice a
-                # year).
-                return _on_their_clock(raw, as_utc, origin=origin, column=column)
+        # In any format (day first too, which as_utc does not read), a row without the offset others carry.
+        zoned = _zoned_rows(raw)
+        if zoned.all() and as_utc is not None:
+            # Each row's offset names one instant (a daylight-saving zone written by to_csv changes it twice a year).
+            return _on_their_clock(raw, as_utc, origin=origin, column=column)
+        if zoned.any() and not zoned.all():
             unzoned = int(np.flatnonzero(~zoned)[0])
             raise UnparsableDateError(
                 f"{origin.label}: date column {column!r} mixes zoned and unzoned timestamps: "
@@ -508,6 +512,10 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
         # Every row is a date, in more than one format. Refused: row by row, '01/02/2021'
         # and '13/02/2021' would silently become January 2 and February 13.
         raise UnparsableDateError(_mixed_format_message(raw, column, origin, strict_error)) from strict_error
+    # What pandas said of a column it read stands; of one it could not read, the messages above say what is wrong.
+    for warning in said:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return parsed
 
 
 def _mixed_format_message(raw: pd.Series, column: Hashable, origin: Origin, error: Exception) -> str:
