@@ -113,7 +113,7 @@ BAD_INPUT = [
      UnparsableDateError, ["holds numbers (int64)", ".astype(str), format='%Y%m%d')", "YYYYMMDD"]),
     ("thousands separators in every cell", lambda: make_frame().assign(
         OT=lambda f: [f"1,{i:03d}.5" for i in range(len(f))]), {},
-     NonNumericColumnError, ["'OT'", "'1,000.5'", "','"]),  # thousands=',' (a file) or .replace(',', '')
+     NonNumericColumnError, ["'OT'", "'1,000.5' (24 such rows). Fix:", "','"]),  # thousands=',' or .replace(',', '')
     ("an empty column", lambda: make_frame().assign(a=np.nan), {},
      NonFiniteValueError, ["column 'a' holds no finite value (all 24 rows are NaN or inf)", "drop the column"]),
     ("a target spelt in another case", lambda: make_frame().rename(columns={"OT": "Ot"}), {"target": "OT"},

@@ -860,7 +860,8 @@ def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Or
             position = int(bad[0])
             value = series.iloc[position]
             if as_numbers.notna().sum() > bad.size or _with_thousands_separators(value):
-                raise NonNumericColumnError(_bad_cells_message(origin, column, frame.index, position, value, bad.size))
+                raise NonNumericColumnError(_bad_cells_message(origin, column, frame.index, position, value, bad.size,
+                                                               among_numbers=bool(as_numbers.notna().any())))
             raise NonNumericColumnError(
                 f"{origin.label}: column {column!r} is not numeric: {origin.row(position, frame.index)} "
                 f"holds {value!r} ({bad.size} such rows). Fix: drop the column, "
@@ -878,8 +879,9 @@ def _with_thousands_separators(value: object) -> bool:
 
 
 def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, position: int, value: object,
-                       count: int) -> str:
-    """The message for a column of numbers with ``count`` cells that are not (the first at ``position``)."""
+                       count: int, *, among_numbers: bool) -> str:
+    """The message for a column of numbers with ``count`` cells that are not (the first at ``position``), the
+    other cells numbers (``among_numbers``) or none (every one written with thousands separators)."""
     thousands = _with_thousands_separators(value)
     if origin.is_file:
         option = "thousands=','" if thousands else f"na_values=[{value!r}]"
@@ -889,7 +891,8 @@ def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, positi
     else:
         convert = f"convert the column, e.g. pd.to_numeric(df[{column!r}], errors='coerce') (each such cell missing)"
     return (f"{origin.label}: column {column!r} is not numeric: {origin.row(position, index)} holds {value!r} "
-            f"({count} such rows) among numbers. Fix: clean those cells (an empty one is a missing value), "
+            f"({count} such rows){' among numbers' if among_numbers else ''}. Fix: clean those cells (an empty one "
+            "is a missing value), "
             f"{convert}, or drop the column: pass columns=[...] naming only numeric variables (features='S' uses "
             "the target alone).")
 
