@@ -328,6 +328,11 @@ def _read_in_format(values: pd.Series, date_format: str) -> tuple[pd.Series, boo
 _UTC_OFFSET = r"([+-])(\d{2}):?(\d{2})$"  # how to_csv and ISO 8601 write one: +01:00, -0500
 
 
+def at_one_time_of_day(dates: pd.DatetimeIndex) -> bool:
+    """Whether every timestamp is at one time of day on its own clock (daily or coarser rows)."""
+    return (dates - dates.normalize()).nunique() == 1
+
+
 def _on_their_clock(raw: pd.Series, instants: pd.Series, *, origin: Origin, column: Hashable) -> pd.Series:
     """``raw``, whose UTC offsets vary from row to row (daylight saving), read on the clock its steps keep: the
     rows' own local clock, without a zone, when every row is at one local time of day (daily or coarser rows of
@@ -338,7 +343,7 @@ def _on_their_clock(raw: pd.Series, instants: pd.Series, *, origin: Origin, colu
         minutes = (found[1].astype(int) * 60 + found[2].astype(int)) * found[0].map({"+": 1, "-": -1})
         # [T] the wall-clock time each row was written at
         local = pd.DatetimeIndex(instants).tz_convert(None) + pd.to_timedelta(minutes.to_numpy(), unit="min")
-        if (local - local.normalize()).nunique() == 1:
+        if at_one_time_of_day(local):
             logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving) and every row is at %s "
                         "local time, so its timestamps are read, and forecasts written, as local times without a "
                         "zone.", origin.label, column, local[0].strftime("%H:%M"))
@@ -1017,7 +1022,7 @@ def _calendar_offset(dates: pd.DatetimeIndex) -> pd.DateOffset | None:
         offset = to_offset(alias)
         if not all(offset.is_on_offset(date) for date in dates):
             continue
-        followed = int(np.count_nonzero(np.asarray(dates[:-1] + offset == dates[1:])))
+        followed = len(dates) - 1 - _off_grid(dates, offset, allow_duplicates=False)[0].size
         if followed > followed_most:
             best, followed_most = offset, followed
     return best

@@ -39,12 +39,13 @@ from forecast.data.io import (
     _numeric_values,
     _off_grid,
     _step_faults,
+    at_one_time_of_day,
     day_month_format,
     index_level_fix,
     parse_dates,
-    spelt_alike,
     read_table,
     semi_month_hint,
+    spelt_alike,
     to_zone,
     zone_name,
 )
@@ -234,8 +235,8 @@ def _on_one_clock(series: list[PanelSeries], label: str) -> list[PanelSeries]:
     (:func:`~forecast.data.io.parse_dates`): then the others are read on theirs."""
     zoned = [one.id for one in series if one.dates.tz is not None]
     if len(zoned) < len(series):
-        on_local_clock = bool(zoned) and all(
-            (one.dates - one.dates.normalize()).nunique() == 1 for one in series if one.dates.tz is not None)
+        on_local_clock = bool(zoned) and all(at_one_time_of_day(one.dates) for one in series
+                                             if one.dates.tz is not None)
         if not on_local_clock:
             return series
         logger.info("%s: series %s are read as local times without a zone, as the others (each row at one local "
