@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import hashlib
 import json
 import logging
 import os
@@ -251,8 +252,16 @@ def write_config(directory: Path, config: Mapping[str, Any], saved: tuple[dict[s
                                           "package_version": forecast.__version__, **config,
                                           "split": jsonable(split, "split"),
                                           "data_file": dataclasses.asdict(data_file) if data_file is not None else None,
-                                          "fitted": fitted_block})
+                                          "fitted": fitted_block, "digest": _built_digest(config)})
     _write_json(directory / SCALER_FILE, scaling)
+
+
+def _built_digest(config: Mapping[str, Any]) -> str:
+    """sha256 of what builds the model and what it forecasts (``_BUILT_FROM``): a saved run keeps it, so that an
+    edit the weights still fit (dlinear's ``kernel_size``, ProbSparse's ``factor``, a ``features`` mode) is
+    refused on load instead of forecasting with a model the weights were never trained for."""
+    built = {key: config.get(key) for key in _BUILT_FROM}
+    return hashlib.sha256(json.dumps(jsonable(built, "config"), sort_keys=True).encode()).hexdigest()
 
 
 def read_config(directory: Path) -> dict[str, Any]:
@@ -281,12 +290,20 @@ def read_config(directory: Path) -> dict[str, Any]:
     if differing:
         raise ConfigError(f"{directory / CONFIG_FILE} holds a run fitted for other windows than it names "
                           f"({'; '.join(differing)}) {edited} Other windows need another fit.")
+    # absent from runs saved before 2026-11-29, which load unchecked
+    if "digest" in config and config["digest"] != _built_digest(config):
+        raise ConfigError(f"{directory / CONFIG_FILE}: its {', '.join(_BUILT_FROM)} are not those the run was "
+                          f"fitted with {edited} Other options need another fit.")
     return config
 
 
 # The blocks of a saved config.json and their JSON types (read_config checks them before anything reads them).
 _SAVED_BLOCKS = {"model": str, "model_options": dict, "data": dict, "training": dict, "quantiles": list,
                  "progress": bool, "fitted": dict}
+# What write_config adds to a predictor's config (a loaded one saved again writes them afresh).
+_WRITTEN_BESIDE = ("format", "format_version", "package_version", "split", "data_file", "fitted", "digest")
+# What config.json's digest covers: the blocks that build the model and name what it forecasts.
+_BUILT_FROM = ("model", "recipe", "model_options", "data", "quantiles")
 
 
 def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[str, Any]:
@@ -701,5 +718,5 @@ class Predictor:
                               "Fix: fit again, or remove data_file (the run then names its file by its stem only)."
                               ) from None
         return cls(new_module(model, fitted).to(device or "cpu"), fitted,
-                   {k: v for k, v in config.items() if k not in ("fitted", "split", "data_file")},
+                   {k: v for k, v in config.items() if k not in _WRITTEN_BESIDE},
                    split=config.get("split"), data_file=data_file)
