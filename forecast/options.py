@@ -84,16 +84,10 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
 
-def _refuse_point_quantiles(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any],
-                            levels: tuple[float, ...]) -> None:
+def _refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
     """ConfigError for levels other than the default asked of a model that forecasts points: predict adds quantile
     columns for probabilistic models only, so they would be ignored."""
-    if not levels or levels == DEFAULT_QUANTILES:
-        return
-    with private_rng():
-        probabilistic = build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
-                                    **model_options).probabilistic
-    if not probabilistic:
+    if levels and levels != DEFAULT_QUANTILES and not probabilistic:
         raise ConfigError(f"quantiles={list(levels)} name the quantile columns predict adds for a model that forecasts "
                           f"a distribution, but {model!r} with these options forecasts points. Fix: leave quantiles "
                           "out, or choose a probabilistic model (logsparse with head='gaussian', seasonal_naive).")
@@ -127,16 +121,17 @@ def _route(options: Mapping[str, Any]) -> tuple[dict, dict, dict, dict]:
 
 
 def _check_model_options(model: str, window: Mapping[str, Any], model_options: Mapping[str, Any],
-                         recipe: Recipe, given: Sequence[str]) -> None:
-    """Build the model once on probe sizes: unknown names and bad values fail here, not at fit. A refusal that
-    names an option the recipe set, not ``given``, says so: the user never wrote it."""
-    if not model_options:
+                         recipe: Recipe, given: Sequence[str], levels: tuple[float, ...]) -> None:
+    """Build the model once on probe sizes: unknown names and bad values fail here, not at fit, and so do quantile
+    ``levels`` for a model that forecasts points. A refusal that names an option the recipe set, not ``given``,
+    says so: the user never wrote it."""
+    if not model_options and levels in ((), DEFAULT_QUANTILES):
         return
     _refuse_idle_revin_center(model, model_options, recipe, given)
     try:
         with private_rng():
-            build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
-                        **model_options)
+            probe = build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
+                                **model_options)
     except ConfigError as error:
         known = model_option_fields(model)
         unknown = sorted(name for name in model_options if name not in known)
@@ -156,6 +151,7 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
             f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
             "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
         ) from error
+    _refuse_point_quantiles(model, levels, probe.probabilistic)
 
 
 def _refuse_idle_revin_center(model: str, model_options: Mapping[str, Any], recipe: Recipe,
@@ -229,8 +225,7 @@ class ForecasterOptions:
             )
         training = TrainingConfig(max_epochs=max_epochs, seed=seed, **shared, **training_options,
                                   extra_trainer_options=extra)
-        _check_model_options(model, window, model_options, chosen, given)
-        _refuse_point_quantiles(model, window, model_options, levels)
+        _check_model_options(model, window, model_options, chosen, given, levels)
         routed = cls(model, chosen, window, data_options, training, model_options, levels, progress, callbacks)
         routed.new_module(ForecastModel(), None)  # validates loss, learning_rate and lr_schedule
         return routed
