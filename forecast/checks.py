@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable
 
 from forecast.errors import ConfigError
 
-__all__ = ["did_you_mean", "is_int", "is_real", "require_bool", "require_choice", "require_int", "require_ints",
+__all__ = ["closest_name", "did_you_mean", "is_int", "is_real", "require_bool", "require_choice", "require_int", "require_ints",
            "require_levels", "require_real"]
 
 
@@ -58,12 +58,32 @@ def require_bool(name: str, value: object) -> bool:
     return value
 
 
-def did_you_mean(value: object, choices: Iterable[object]) -> str:
-    """`` Did you mean 'informer'?`` where ``value`` is text close to one of ``choices`` (a typo), else ``""``."""
+# What other code of the field names our options (Informer2020's flags, then common words): offered for a name
+# that is none of ours, where spelling alone finds nothing close.
+OTHER_NAMES = {"data_path": "dataset", "root_path": "dataset", "path": "dataset", "csv": "dataset", "file": "dataset",
+               "train_epochs": "max_epochs", "epochs": "max_epochs", "lr": "learning_rate", "lradj": "lr_schedule",
+               "attn": "attention", "embed": "time_encoding", "use_amp": "precision", "s_layers": "stack",
+               "cols": "columns", "out_len": "pred_len", "horizon": "pred_len", "prediction_length": "pred_len",
+               "input_len": "seq_len", "lookback": "seq_len", "context_length": "seq_len", "batch": "batch_size"}
+
+
+def closest_name(value: object, choices: Iterable[object]) -> str | None:
+    """The one of ``choices`` that text ``value`` most likely meant: the name it is another spelling of
+    (:data:`OTHER_NAMES`), else the closest by spelling (a typo); ``None`` where none is close."""
     if not isinstance(value, str):
-        return ""
-    close = difflib.get_close_matches(value, [choice for choice in choices if isinstance(choice, str)], n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+        return None
+    names = [choice for choice in choices if isinstance(choice, str)]
+    if OTHER_NAMES.get(value) in names:
+        return OTHER_NAMES[value]
+    close = difflib.get_close_matches(value, names, n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(value: object, choices: Iterable[object]) -> str:
+    """`` Did you mean 'informer'?`` where ``value`` is text close to one of ``choices`` (a typo, or another
+    code's name for it: :func:`closest_name`), else ``""``."""
+    close = closest_name(value, choices)
+    return f" Did you mean {close!r}?" if close else ""
 
 
 def require_choice(name: str, value: object, choices: Collection[object]) -> object:

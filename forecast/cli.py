@@ -134,7 +134,10 @@ def _add_flags(parser: Any, flags: Sequence[tuple[str, Any, Any, str]]) -> None:
 
 
 def _names_a_config(tokens: Sequence[str]) -> bool:
-    return bool({token.partition("=")[0] for token in tokens} & {"--config", "--data.dataset", "-h", "--help"})
+    """Whether ``tokens`` give a config: files, or flags starting with the model's name (whose mistakes, a
+    misspelt ``--data.dataset`` among them, the parser names better than "no config given")."""
+    return bool({token.partition("=")[0] for token in tokens}
+                & {"--config", "--model.name", "--data.dataset", "-h", "--help"})
 
 
 def _names_saved_run_only(tokens: Sequence[str]) -> bool:

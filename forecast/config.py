@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import functools
 import inspect
 import json
@@ -61,7 +60,7 @@ from typing import Any
 import yaml
 
 from forecast import datasets as registry
-from forecast.checks import require_bool, require_int
+from forecast.checks import closest_name, require_bool, require_int
 from forecast.errors import ConfigError
 from forecast.recipes import DEFAULT_RECIPE, RECIPES, get_recipe
 
@@ -461,9 +460,9 @@ def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:
         section, _, key = name.rpartition(".")
         valid = sorted(option.rpartition(".")[2] for option in known if option.rpartition(".")[0] == section)
         # Keys are compared without their sections: a shared "model." made d_modle look close to model.name.
-        close = difflib.get_close_matches(key, by_key, n=1)
+        close = closest_name(key, by_key)
         if close:
-            options = by_key[close[0]]
+            options = by_key[close]
             suggestion = next((option for option in options if option.rpartition(".")[0] == section), options[0])
             hints.append(f" Did you mean {flag.format(suggestion)}?")
         if valid:
@@ -519,8 +518,9 @@ def _data_section(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
     _check_keys(data, data_option_names(), "data", source, " (the seed is the top-level key 'seed'.)")
     dataset = data.get("dataset")
     if not isinstance(dataset, str) or not dataset:
-        raise ConfigError(f"{source}: data.dataset={dataset!r}; Fix: name a registered dataset "
-                          f"{list(registry.names())} or a CSV path.")
+        given = "is not given" if dataset is None else f"must name the data, got data.dataset={dataset!r}"
+        raise ConfigError(f"{source}: data.dataset {given}. Fix: name a registered dataset {list(registry.names())} "
+                          "or a CSV path (--data.dataset on the command line).")
     for key, default in _WINDOW_DEFAULTS.items():
         data.setdefault(key, default)
     if "target" not in data:

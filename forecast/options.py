@@ -143,7 +143,8 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
                                   f"came from recipe {recipe.name!r}: pass it to Forecaster(...) to override it, or "
                                   "recipe='paper')") from error
             raise
-        valid = (*known, *_DATA_OPTIONS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS, "quantiles", "progress")
+        valid = (*known, *_DATA_OPTIONS, *_SHARED_OPTIONS, *_TRAINING_OPTIONS, "max_epochs", "seed", "recipe",
+                 "quantiles", "progress")
         hints = "".join(did_you_mean(name, valid) for name in unknown)
         raise ConfigError(
             f"unknown option(s) {unknown} for Forecaster({model!r}).{hints} Valid options: model "

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from forecast.checks import (
+    closest_name,
     did_you_mean,
     is_int,
     is_real,
@@ -84,6 +85,21 @@ def test_a_typo_is_offered_the_close_choice_and_nothing_else_is():
                                                     "'informer'). Did you mean 'd_model'? Did you mean "
                                                     "'learning_rate'? Valid options")):
         Forecaster("informer", d_modle=64, lerning_rate=1e-3)
+
+
+def test_the_names_other_code_of_the_field_uses_are_offered_ours():
+    """Informer2020's `--train_epochs`, `--lr`, `--attn` and `--data_path` are no close spelling of ours: an
+    unknown `lr` was offered nothing."""
+    from forecast import Forecaster
+    from forecast.checks import OTHER_NAMES
+
+    for theirs, ours in OTHER_NAMES.items():
+        assert closest_name(theirs, (ours, "seed", "loss")) == ours
+    assert closest_name("lr", ("seed", "loss")) is None  # only where our name is a choice
+    with pytest.raises(ConfigError, match=re.escape("unknown option(s) ['lr', 'train_epochs'] for Forecaster("
+                                                    "'informer'). Did you mean 'learning_rate'? Did you mean "
+                                                    "'max_epochs'? Valid options")):
+        Forecaster("informer", lr=1e-3, train_epochs=3)
 
 
 BOUNDS = st.one_of(st.none(), st.floats(-10, 10, allow_nan=False))

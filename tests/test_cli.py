@@ -482,6 +482,13 @@ def test_bad_options_fail_with_the_fix_and_no_traceback(workdir, capsys):
     assert "Traceback" not in err
     assert main(["fit", "--trainer.max_epochs", "1"]) == 2
     assert "no config given" in capsys.readouterr().err
+    # flags naming the run, one of them misspelt or another code's (Informer2020's): said "no config given"
+    assert main(["fit", "--model.name", "dlinear", "--data.path", "toy.csv", "--trainer.train_epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --data.path toy.csv --trainer.train_epochs 1. Did you mean --data.dataset?" in err
+    assert "Did you mean --trainer.max_epochs?" in err and "no config given" not in err
+    assert main(["fit", "--model.name", "dlinear", "--data.seq_len", "32"]) == 2
+    assert "data.dataset is not given. Fix: name a registered dataset" in capsys.readouterr().err
 
 
 def test_a_run_named_by_flags_alone_fits_and_predicts(workdir):
@@ -777,7 +784,7 @@ def test_print_config_fed_back_is_the_same_run(workdir, capsys, recipe):
     ({"trainer": {"batch_size": 8}}, "loader options"),
     ({"trainer": {"max_epoch": 8}}, "unknown trainer option"),
     ({"seed": -1}, "seed=-1"),
-    ({"data": {"features": "M"}}, "data.dataset=None"),
+    ({"data": {"features": "M"}}, "data.dataset is not given"),
 ])
 def test_invalid_configs_name_the_problem(change, message):
     with pytest.raises(ConfigError, match=message):
