@@ -60,7 +60,7 @@ from typing import Any
 import yaml
 
 from forecast import datasets as registry
-from forecast.checks import closest_name, require_bool, require_int
+from forecast.checks import closest_name, did_you_mean, require_bool, require_int
 from forecast.errors import ConfigError
 from forecast.recipes import DEFAULT_RECIPE, RECIPES, get_recipe
 
@@ -495,7 +495,8 @@ def _require_mapping(value: Any, name: str, source: str) -> dict[str, Any]:
 def _check_keys(given: Iterable[str], valid: Sequence[str], section: str, source: str, hint: str = "") -> None:
     unknown = sorted(set(given) - set(valid))
     if unknown:
-        raise ConfigError(f"{source}: unknown {section} option(s) {unknown}. Valid: {sorted(valid)}.{hint}")
+        close = "".join(did_you_mean(name, valid) for name in unknown)
+        raise ConfigError(f"{source}: unknown {section} option(s) {unknown}.{close} Valid: {sorted(valid)}.{hint}")
 
 
 def _model_section(mapping: Mapping[str, Any], source: str) -> tuple[str, dict[str, Any]]:
@@ -504,7 +505,8 @@ def _model_section(mapping: Mapping[str, Any], source: str) -> tuple[str, dict[s
     options = _require_mapping(mapping.get("model"), "model", source)
     name = options.pop("name", None)
     if not isinstance(name, str) or name not in MODELS:
-        raise ConfigError(f"{source}: model.name={name!r}; Fix: name a registered model {sorted(MODELS)}.")
+        raise ConfigError(f"{source}: model.name={name!r}; Fix: name a registered model {sorted(MODELS)}."
+                          f"{did_you_mean(name, MODELS)}")
     _check_keys(options, model_options(name), f"model {name!r}", source)
     collisions = sorted(set(options) & {*data_option_names(), *trainer_option_names(), *_LOADER, *TOP_LEVEL})
     if collisions:

@@ -782,7 +782,9 @@ def test_print_config_fed_back_is_the_same_run(workdir, capsys, recipe):
     ({"model": {"name": "nope"}}, "Fix: name a registered model"),
     ({"data": {**TINY["data"], "seq_lenn": 3}}, "unknown data option"),
     ({"trainer": {"batch_size": 8}}, "loader options"),
-    ({"trainer": {"max_epoch": 8}}, "unknown trainer option"),
+    ({"trainer": {"max_epoch": 8}}, r"unknown trainer option\(s\) \['max_epoch'\]. Did you mean 'max_epochs'\?"),
+    ({"data": {**TINY["data"], "data_path": "x.csv"}}, r"\['data_path'\]. Did you mean 'dataset'\?"),
+    ({"model": {"name": "informr"}}, r"Did you mean 'informer'\?"),
     ({"seed": -1}, "seed=-1"),
     ({"data": {"features": "M"}}, "data.dataset is not given"),
 ])
