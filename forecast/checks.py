@@ -16,8 +16,8 @@ from collections.abc import Collection, Iterable
 
 from forecast.errors import ConfigError
 
-__all__ = ["closest_name", "did_you_mean", "is_int", "is_real", "require_bool", "require_choice", "require_int", "require_ints",
-           "require_levels", "require_real"]
+__all__ = ["closest_name", "did_you_mean", "is_int", "is_real", "require_bool", "require_choice", "require_int",
+           "require_ints", "require_levels", "require_real"]
 
 
 def is_int(value: object) -> bool:
