@@ -203,6 +203,15 @@ def test_evaluate_splits_the_fitted_data_as_asked_and_scales_it_with_the_fitted_
     pd.testing.assert_frame_equal(fc.evaluate(), fc.evaluate(split=None))
 
 
+def test_evaluate_and_predict_read_the_fitted_variables_alone(frame):
+    """A text or date column beside the fitted variables (features='M') was refused as not numeric, with a fix
+    (columns=[...]) that only a new fit could follow; a numeric one was left out."""
+    fc = Forecaster("naive", **WINDOW).fit(frame)
+    extras = frame.assign(note="text", when=frame["date"], extra=1.0)
+    pd.testing.assert_frame_equal(fc.evaluate(extras), fc.evaluate(frame))
+    pd.testing.assert_frame_equal(fc.predict(extras), fc.predict(frame))
+
+
 def test_evaluate_refuses_unknown_windows(frame):
     fc = Forecaster("naive", **WINDOW).fit(frame)
     with pytest.raises(ConfigError, match="windows"):

@@ -426,9 +426,11 @@ def test_future_batch_of_another_frame_uses_the_fitted_scaler():
     np.testing.assert_allclose(future.batch["x"][0].numpy(), dm.fitted.scaler.transform(raw[-12:]),
                                rtol=1e-5, atol=1e-6)
     assert future.index[0] == later["date"].iloc[-1] + pd.Timedelta(hours=1)
-    # the fitted variables are found by name: other columns and another column order read the same
+    # the fitted variables are found by name: other columns (text and dates too, which refused the frame as not
+    # numeric) and another column order read the same
     columns = [name for name in later.columns if name != "date"]
-    for other in (later.assign(extra=1.0), later[["date", *reversed(columns)]]):
+    for other in (later.assign(extra=1.0), later.assign(note="text", when=later["date"]),
+                  later[["date", *reversed(columns)]]):
         torch.testing.assert_close(dm.future_batch(other).batch, future.batch, equal_nan=True)
     with pytest.raises(UnknownColumnError, match=rf"has no column\(s\) \[{columns[0]!r}\]"):
         dm.future_batch(later.drop(columns=columns[0]))

@@ -181,8 +181,13 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     info = source.info
     options = _read_options(cfg, info)
     options["freq"] = _reading_freq(options["freq"], given)
-    series = prepare_series(source.data, **options, **_recorded_reading(given))
-    if given is not None:  # other data scored by a fitted model: its variables by name, in the fitted order
+    # Other data scored by a fitted model: its variables alone (other columns go unread), by name, in the fitted
+    # order, and its dates in the fit's date column (a second column of dates is another column, as for predict).
+    if given is not None and options["date_column"] is None:
+        options["date_column"] = given.prepare_options.get("date_column")
+    series = prepare_series(source.data, **options, **_recorded_reading(given),
+                            fitted_columns=given.input_columns if given is not None else None)
+    if given is not None:
         series = given.select(series)
     split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
     split_protocol, _ = resolve_split(split_spec)

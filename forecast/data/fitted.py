@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from sklearn.preprocessing import StandardScaler
 
-from forecast.data.io import Table, TimeSeries, parse_offset, prepare_series
+from forecast.data.io import Table, TimeSeries, parse_offset, prepare_series, require_fitted_columns
 from forecast.data.panel import Panel, forecast_index, future_covariate_rows, prepare_panel
 from forecast.data.panel_state import PanelFit
 from forecast.data.scaling import fit_scaler, persistence, standardize
@@ -262,20 +262,14 @@ class FittedState:
         table's fitted variables found by name (:meth:`select`)."""
         if self.panel is not None:
             return prepare_panel(data, **self.prepare_options, fitted=True)
-        return self.select(prepare_series(data, **self.prepare_options))
+        return self.select(prepare_series(data, **self.prepare_options, fitted_columns=self.input_columns))
 
     def select(self, series: TimeSeries) -> TimeSeries:
         """``series`` with the fitted variables, found by name and put in the fitted order; its other columns
         left out. UnknownColumnError names the fitted variables it lacks."""
         if tuple(series.input_columns) == self.input_columns:
             return series
-        missing = [column for column in self.input_columns if column not in series.input_columns]
-        if missing:
-            raise UnknownColumnError(
-                f"{series.source}: has no column(s) {missing!r} of those the model was fitted on "
-                f"{list(self.input_columns)!r} (its variables: {list(series.input_columns)!r}). Fix: pass data "
-                "holding every fitted variable."
-            )
+        require_fitted_columns(series.input_columns, self.input_columns, series.source)
         positions = [list(series.input_columns).index(column) for column in self.input_columns]
         return dataclasses.replace(series, values=series.values[:, positions], input_columns=self.input_columns,
                                    output_columns=self.output_columns)  # [T, C] in the fitted order

@@ -805,12 +805,17 @@ def _select_columns(
     target: Hashable | None,
     columns: Sequence[Hashable] | None,
     origin: Origin,
+    fitted_columns: Sequence[Hashable] | None = None,
 ) -> tuple[tuple[Hashable, ...], tuple[Hashable, ...], Hashable | None]:
     """(input columns, output columns, target) in model order: table order, target last.
 
     Without a target, ``M`` keeps every chosen column as it is and ``S``/``MS`` take the
-    last numeric one.
+    last numeric one. ``fitted_columns`` (new rows of a fitted series) chooses instead of ``columns``: the
+    variables a fit read, each required, every other column left unread.
     """
+    if fitted_columns is not None:
+        require_fitted_columns(variables, fitted_columns, origin.label)
+        columns = fitted_columns
     if columns is not None:
         unknown = [c for c in columns if c not in variables]
         if unknown:
@@ -839,6 +844,17 @@ def _select_columns(
         return (target,), (target,), target
     ordered = tuple(c for c in variables if c != target) + (target,)
     return ordered, (ordered if features == "M" else (target,)), target
+
+
+def require_fitted_columns(variables: Sequence[Hashable], fitted: Sequence[Hashable], source: str) -> None:
+    """UnknownColumnError naming the variables a fit read (``fitted``) that new data's ``variables`` lack."""
+    missing = [column for column in fitted if column not in variables]
+    if missing:
+        raise UnknownColumnError(
+            f"{source}: has no column(s) {missing!r} of those the model was fitted on {list(fitted)!r} (its "
+            f"variables: {list(variables)!r}).{spelt_alike(missing, variables)} Fix: pass data holding every "
+            "fitted variable."
+        )
 
 
 def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Origin) -> pd.DataFrame:
@@ -1087,6 +1103,7 @@ def prepare_series(
     fill_nan: str | None = None,
     date_format: str | None = None,
     time_zone: str | None = None,
+    fitted_columns: Sequence[Hashable] | None = None,
 ) -> TimeSeries:
     """Validate a table (DataFrame, Series or CSV path) and return its model-ready series.
 
@@ -1103,7 +1120,8 @@ def prepare_series(
     and ``S``/``MS`` the last numeric one (logged). Dates written day and month first are read in the
     order that fits them (:func:`day_month_format`; ``date_format``, a fit's, is kept where it fits).
     ``time_zone`` (a fit's :func:`zone_name`) converts the timestamps into the fitted zone before any check
-    (:func:`to_zone`); ``None`` keeps them as they are.
+    (:func:`to_zone`); ``None`` keeps them as they are. ``fitted_columns``, new rows of a fitted series: the
+    variables the fit read, each required, in place of ``columns``; other columns, numeric or not, go unread.
     """
     require_choice("features", features, FEATURES)
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
@@ -1118,7 +1136,8 @@ def prepare_series(
             raise type(error)(f"{error}{hint}") from None
         raise
     input_columns, output_columns, target = _select_columns(
-        frame, variables, features=features, target=target, columns=columns, origin=origin
+        frame, variables, features=features, target=target, columns=columns, origin=origin,
+        fitted_columns=fitted_columns,
     )
     values = _numeric_values(frame, input_columns, origin)
     values = _fill_non_finite(values, fill_nan, origin)
