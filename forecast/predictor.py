@@ -302,8 +302,9 @@ _SAVED_BLOCKS = {"model": str, "model_options": dict, "data": dict, "training": 
                  "progress": bool, "fitted": dict}
 # What write_config adds to a predictor's config (a loaded one saved again writes them afresh).
 _WRITTEN_BESIDE = ("format", "format_version", "package_version", "split", "data_file", "fitted", "digest")
-# What config.json's digest covers: the blocks that build the model and name what it forecasts.
-_BUILT_FROM = ("model", "recipe", "model_options", "data", "quantiles")
+# What config.json's digest covers: the blocks that build the model and name what it forecasts (not the quantile
+# levels, which are read from the model as it forecasts: `forecast predict` takes a config's own).
+_BUILT_FROM = ("model", "recipe", "model_options", "data")
 
 
 def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[str, Any]:

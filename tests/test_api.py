@@ -376,9 +376,9 @@ def test_windows_of_other_data_are_cut_as_the_fit_cut_them_and_scaled_with_the_f
     (lambda config: config["fitted"].update(input_columns=["x", "b", "OT"]),
      r"the fitted inputs \['x', 'b', 'OT'\] are not the scaled columns \['a', 'b', 'OT'\]"),
     (lambda config: config["model_options"].update(factor=5),  # no weight depends on it: loaded silently
-     r"its model, recipe, model_options, data, quantiles are not those the run was fitted with"),
+     r"its model, recipe, model_options, data are not those the run was fitted with"),
     (lambda config: config["data"].update(features="S"),
-     r"its model, recipe, model_options, data, quantiles are not those the run was fitted with"),
+     r"its model, recipe, model_options, data are not those the run was fitted with"),
 ])
 def test_load_names_what_was_edited_in_a_saved_config(tmp_path, fitted, edit, message):
     """An edited pred_len loaded silently (the model forecast the fitted horizon while the forecaster reported the
