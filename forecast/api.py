@@ -38,10 +38,10 @@ from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError
-from forecast.metrics import check_variable_names, pivot_report
+from forecast.metrics import DEFAULT_QUANTILES, check_variable_names, pivot_report
 from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.options import DEFAULT_QUANTILES, ForecasterOptions
+from forecast.options import ForecasterOptions
 from forecast.plotting import check_forecast_names
 from forecast.predictor import DataFile, Predictor, fit_lock, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE

@@ -174,8 +174,7 @@ def _require_fitted(run_dir: Path, config: RunConfig | None = None) -> Path:
 @dataclass(frozen=True)
 class _FittedRun:
     """What ``validate``, ``test`` and ``predict`` work from: the run folder, its forecaster, the data to
-    read (``--input``, else the config's dataset), the split (``None``: the fit's), the command's flags and the
-    levels of predict's quantile columns the config names (``None``: the run's own)."""
+    read (``--input``, else the config's dataset), the split (``None``: the fit's) and the command's flags."""
 
     run_dir: Path
     forecaster: Forecaster
@@ -183,7 +182,6 @@ class _FittedRun:
     split: Any
     flags: dict[str, Any]
     command: str
-    quantiles: tuple[float, ...] | None = None
 
 
 def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
@@ -205,9 +203,10 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     forecaster = Forecaster.load(run_dir, scored_like=wanted)
     if config.run_dir is not None:  # else the run's folder is named by the config's options, so it is theirs
         _require_same_model(config, wanted, forecaster, run_dir)
-    quantiles = wanted.quantile_levels if config.quantiles is not None else None  # checked as fit's
+    if config.quantiles is not None:  # read from the model as it forecasts and scores, never fitted: the config's
+        forecaster.predictor.quantile_levels = wanted.quantile_levels  # checked as fit's
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
-                      config.split, flags, command, quantiles)
+                      config.split, flags, command)
 
 
 def _require_same_model(config: RunConfig, wanted_forecaster: Forecaster, forecaster: Forecaster, run_dir: Path
@@ -370,8 +369,6 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     run = _fitted_run("predict", tokens)
     forecaster = run.forecaster
     destination = _destination(run, "output", "forecast.csv")
-    if run.quantiles is not None:  # read from the model as it forecasts, not fitted: the config's, not the run's
-        forecaster.predictor.quantile_levels = run.quantiles
     future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         future.to_csv(destination, index=False)

@@ -87,6 +87,7 @@ __all__ = [
     "ALL",
     "POINT_METRICS",
     "REPORT_COLUMNS",
+    "DEFAULT_QUANTILES",
     "SCALES",
     "ORIGINAL_UNITS_ONLY",
     "MetricAccumulator",
@@ -110,6 +111,7 @@ __all__ = [
     "rho_risks",
     "rmse",
     "sample_quantiles",
+    "scored_levels",
 ]
 
 logger = logging.getLogger(__name__)
@@ -228,6 +230,21 @@ def _pinball(quantile_pred: Array, true: Array, rho: float) -> Array:
 
 def _interval_bounds(level: float) -> tuple[float, float]:
     return (1.0 - level) / 2.0, (1.0 + level) / 2.0
+
+
+# The quantile levels predict gives unless told otherwise: the papers' R0.5 and R0.9, and the 80% interval.
+DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
+
+
+def scored_levels(quantiles: Sequence[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The rho-risks and central-interval coverages scored for a forecast with quantile levels ``quantiles``:
+    the papers' R0.5, R0.9 and 80% coverage (the tables' columns), each level's rho-risk, and the coverage of each
+    interval a pair of levels bounds (0.05 and 0.95: 90%)."""
+    rhos = {0.5, 0.9, *(round(float(level), _LEVEL_DIGITS) for level in quantiles)}
+    given = {round(float(level), _LEVEL_DIGITS) for level in quantiles}
+    levels = {0.8, *(round(1.0 - 2.0 * low, _LEVEL_DIGITS) for low in given
+                     if low < 0.5 and round(1.0 - low, _LEVEL_DIGITS) in given)}
+    return tuple(sorted(rhos)), tuple(sorted(levels))
 
 
 def rho_risk_name(rho: float) -> str:

@@ -24,7 +24,14 @@ from forecast.checks import require_choice, require_int, require_real
 from forecast.data.datamodule import WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.errors import ConfigError, NonFiniteForecastError
-from forecast.metrics import ORIGINAL_UNITS_ONLY, MetricAccumulator, ProbabilisticAccumulator, report
+from forecast.metrics import (
+    DEFAULT_QUANTILES,
+    ORIGINAL_UNITS_ONLY,
+    MetricAccumulator,
+    ProbabilisticAccumulator,
+    report,
+    scored_levels,
+)
 from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, horizon_target, model_inputs
 
 logger = logging.getLogger(__name__)
@@ -67,10 +74,13 @@ class ForecastModule(L.LightningModule):
         fitted: the fitted data state (scaler and variables) for metrics and forecasts in
             original units; default: the trainer's datamodule's.
         n_samples, sample_seed: for probabilistic models (``model.probabilistic``), the
-            sample paths per window behind the test's rho-risk (R0.5, R0.9) and 80%
-            interval coverage, drawn from a generator seeded at every test epoch (``predict`` draws
-            its quantiles the same way, :class:`~forecast.predictor.Predictor`). A point
-            forecast's rho-risks take it as every quantile; it has no interval to cover.
+            sample paths per window behind the test's rho-risks and interval coverages, drawn from a
+            generator seeded at every test epoch (``predict`` draws its quantiles the same way,
+            :class:`~forecast.predictor.Predictor`). A point forecast's rho-risks take it as every
+            quantile; it has no interval to cover.
+        quantiles: the levels ``predict`` gives (:attr:`quantile_levels`, read as the model forecasts,
+            never fitted): the test scores each one's rho-risk and each central interval a pair of them
+            bounds, beside the papers' R0.5, R0.9 and 80% coverage (:func:`~forecast.metrics.scored_levels`).
     """
 
     def __init__(
@@ -83,6 +93,7 @@ class ForecastModule(L.LightningModule):
         fitted: FittedState | None = None,
         n_samples: int = SAMPLE_PATHS,
         sample_seed: int = SAMPLE_SEED,
+        quantiles: Sequence[float] = DEFAULT_QUANTILES,
     ):
         super().__init__()
         require_choice("loss", loss, tuple(LOSSES))
@@ -94,7 +105,7 @@ class ForecastModule(L.LightningModule):
         if not isinstance(model, ForecastModel):
             raise ConfigError(f"ForecastModule needs a forecast.models.ForecastModel, got {type(model).__name__}; "
                               "subclass ForecastModel (forward, and optionally loss, sample and quantiles)")
-        self.save_hyperparameters(ignore=["model", "fitted"])
+        self.save_hyperparameters(ignore=["model", "fitted", "quantiles"])
         self.model = model
         self.fitted = fitted
         self.loss_fn = LOSSES[loss]
@@ -107,17 +118,32 @@ class ForecastModule(L.LightningModule):
         self.val_mae = torchmetrics.MeanAbsoluteError()
         self.test_errors = nn.ModuleDict(
             {"standardized": MetricAccumulator(), "original": MetricAccumulator()})
-        # A point forecast is scored as every quantile (no interval, so no coverage), as the DeepAR and
-        # LogSparse papers score their point baselines: its R0.5 is the normalized deviation sum|y - f| / sum|y|.
-        self.test_quantiles = nn.ModuleDict({
-            scale: ProbabilisticAccumulator() if model.probabilistic else ProbabilisticAccumulator(levels=())
-            for scale in ("standardized", "original")})
+        self.quantile_levels = quantiles  # builds test_quantiles
         self._sample_generator: torch.Generator | None = None
         self.test_report: pd.DataFrame | None = None
         self._predict_offset = 0
         self._predict_windows: list[int] | None = None
 
     # -- helpers ---------------------------------------------------------------------------
+
+    @property
+    def quantile_levels(self) -> tuple[float, ...]:
+        """The quantile levels ``predict`` gives, and the test scores; set to forecast and score others."""
+        return self._quantile_levels
+
+    @quantile_levels.setter
+    def quantile_levels(self, levels: Sequence[float]) -> None:
+        self._quantile_levels = tuple(levels)
+        self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator() for scale in ("standardized",
+                                                                                             "original")})
+
+    def quantile_accumulator(self, **shape: int) -> ProbabilisticAccumulator:
+        """An empty accumulator of the rho-risks and coverages the test scores (``shape``: ``horizon``,
+        ``n_variables``). A point forecast is scored as every quantile (no interval, so no coverage), as the DeepAR
+        and LogSparse papers score their point baselines: its R0.5 is the normalized deviation sum|y - f| / sum|y|.
+        """
+        rhos, levels = scored_levels(self._quantile_levels)
+        return ProbabilisticAccumulator(rhos, levels if self.model.probabilistic else (), **shape)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(*model_inputs(self.model.spec, batch))
@@ -154,9 +180,7 @@ class ForecastModule(L.LightningModule):
         shape = dict(horizon=fitted.pred_len, n_variables=fitted.c_out)
         self.test_errors = nn.ModuleDict({
             scale: MetricAccumulator(metric.zeros, metric.eps, **shape) for scale, metric in self.test_errors.items()})
-        self.test_quantiles = nn.ModuleDict({
-            scale: ProbabilisticAccumulator(metric.rhos, metric.levels, **shape)
-            for scale, metric in self.test_quantiles.items()})
+        self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator(**shape) for scale in self.test_quantiles})
 
     # -- training ----------------------------------------------------------------------------
 

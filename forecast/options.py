@@ -29,6 +29,7 @@ from forecast.data import DataConfig, WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.errors import ConfigError
+from forecast.metrics import DEFAULT_QUANTILES
 from forecast.plotting import check_forecast_names
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_config_class
 from forecast.models import model_options as model_option_fields
@@ -80,8 +81,6 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
     return DataSpec(seq_len=seq_len, label_len=label_len, pred_len=pred_len, c_in=1, c_out=1,
                     n_time_features=4, season=1)
 
-
-DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
 
 def _refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
@@ -287,5 +286,5 @@ class ForecasterOptions:
         return ForecastModule(
             model, loss=training.loss, learning_rate=training.learning_rate, lr_schedule=training.lr_schedule,
             weight_decay=training.weight_decay,
-            fitted=fitted,
+            fitted=fitted, quantiles=self.quantiles,
         )

@@ -113,11 +113,10 @@ def series_report(module: ForecastModule, fitted: FittedState, loader: Iterable[
         raise ConfigError("a breakdown by series needs a panel (fit with id_column=...); a wide table is one "
                           "series: use evaluate()")
     device, was_training = _device_of(module), module.training
-    errors, quantiles = module.test_errors["standardized"], module.test_quantiles["standardized"]
+    errors = module.test_errors["standardized"]
 
     def accumulators() -> tuple[MetricAccumulator, ProbabilisticAccumulator]:
-        return (MetricAccumulator(errors.zeros, errors.eps).to(device),
-                ProbabilisticAccumulator(quantiles.rhos, quantiles.levels).to(device))
+        return MetricAccumulator(errors.zeros, errors.eps).to(device), module.quantile_accumulator().to(device)
 
     by_series: dict[int, dict[str, tuple[MetricAccumulator, ProbabilisticAccumulator]]] = {}
     module.eval()
@@ -432,7 +431,7 @@ class Predictor:
 
     ``config`` is the JSON configuration that built it (:attr:`Forecaster.config
     <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of
-    ``predict``'s quantile columns. ``datamodule`` holds the data it was fitted on (``None`` after
+    ``predict``'s quantile columns, and those ``evaluate`` scores. ``datamodule`` holds the data it was fitted on (``None`` after
     :meth:`load`): ``predict()``, ``plot()`` and ``attention_weights()`` without data read it. ``data_file``
     records the CSV file it was fitted on (:class:`DataFile`; ``None`` for other data), saved with it.
     """
@@ -442,12 +441,20 @@ class Predictor:
                  data_file: DataFile | None = None) -> None:
         self.module, self.fitted_state, self.config = module.eval(), fitted, dict(config)
         self.model_name: str = config["model"]
-        self.quantile_levels: tuple[float, ...] = tuple(config["quantiles"])
+        self.module.quantile_levels = config["quantiles"]
         self.split, self.datamodule, self.data_file = split, datamodule, data_file
 
     @property
     def model(self) -> ForecastModel:
         return self.module.model
+
+    @property
+    def quantile_levels(self) -> tuple[float, ...]:
+        return self.module.quantile_levels
+
+    @quantile_levels.setter
+    def quantile_levels(self, levels: Sequence[float]) -> None:
+        self.module.quantile_levels = levels
 
     @property
     def input_columns(self) -> list[Hashable]:

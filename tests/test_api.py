@@ -132,7 +132,8 @@ def test_evaluate_summarizes_metrics_by_scale_with_percentages_in_original_units
     fc = Forecaster("naive", **WINDOW).fit(frame)
     summary, detail = fc.evaluate(), fc.evaluate(detail=True)
     assert list(summary.columns) == ["standardized", "original"]
-    assert list(summary.index) == ["mse", "mae", "rmse", "mape", "mspe", "rho_risk_0.5", "rho_risk_0.9"]
+    assert list(summary.index) == ["mse", "mae", "rmse", "mape", "mspe", "rho_risk_0.1", "rho_risk_0.5",
+                                   "rho_risk_0.9"]
     overall = detail.query("horizon == 'all' and variable == 'all'")
     for row in overall.itertuples():
         assert summary.loc[row.metric, row.scale] == row.value
@@ -210,6 +211,24 @@ def test_evaluate_and_predict_read_the_fitted_variables_alone(frame):
     extras = frame.assign(note="text", when=frame["date"], extra=1.0)
     pd.testing.assert_frame_equal(fc.evaluate(extras), fc.evaluate(frame))
     pd.testing.assert_frame_equal(fc.predict(extras), fc.predict(frame))
+
+
+def test_evaluate_scores_the_quantile_levels_predict_gives(frame):
+    """quantiles=(0.05, 0.95) changed predict's columns, while evaluate still scored 0.1/0.5/0.9 and the 80%
+    interval alone."""
+    default = Forecaster("seasonal_naive", **WINDOW).fit(frame)
+    wide = Forecaster("seasonal_naive", **WINDOW, quantiles=(0.05, 0.5, 0.95)).fit(frame)
+    report = wide.evaluate()
+    assert list(wide.predict(frame).columns) == ["a", "b", "OT", *(f"{name}_q{level}" for name in ("a", "b", "OT")
+                                                                     for level in (0.05, 0.5, 0.95))]
+    assert list(report.index[5:]) == ["rho_risk_0.05", "rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.95",
+                                      "coverage_0.8", "coverage_0.9"]
+    # the same sample paths: the papers' columns as with the default levels, the wider interval covering more
+    papers = ["rho_risk_0.5", "rho_risk_0.9", "coverage_0.8"]
+    pd.testing.assert_frame_equal(report.loc[papers], default.evaluate().loc[papers])
+    assert (report.loc["coverage_0.9"] >= report.loc["coverage_0.8"]).all()
+    default.predictor.quantile_levels = (0.05, 0.5, 0.95)  # the CLI's levels for a fitted run: scored alike
+    pd.testing.assert_frame_equal(default.evaluate(), report)
 
 
 def test_evaluate_refuses_unknown_windows(frame):

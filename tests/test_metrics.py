@@ -397,6 +397,14 @@ def test_accumulator_states_reset_dtype_and_validation() -> None:
         metrics.MetricAccumulator(horizon=0)
 
 
+def test_the_scored_levels_are_the_papers_and_those_predict_gives() -> None:
+    assert metrics.scored_levels(metrics.DEFAULT_QUANTILES) == ((0.1, 0.5, 0.9), (0.8,))
+    assert metrics.scored_levels((0.05, 0.5, 0.95)) == ((0.05, 0.5, 0.9, 0.95), (0.8, 0.9))
+    assert metrics.scored_levels((0.25, 0.3)) == ((0.25, 0.3, 0.5, 0.9), (0.8,))  # no pair: no other interval
+    assert metrics.scored_levels(()) == ((0.5, 0.9), (0.8,))
+    assert metrics.scored_levels((0.1, 0.25, 0.75, 0.9)) == ((0.1, 0.25, 0.5, 0.75, 0.9), (0.5, 0.8))
+
+
 def test_probabilistic_accumulator_matches_functions_over_uneven_batches() -> None:
     rng = np.random.default_rng(7)
     samples = rng.normal(size=(25, 9, 3, 2))  # [S, N, P, C]
