@@ -388,6 +388,17 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and not captured.out
 
 
+def test_row_ends_from_yaml_or_flags_stay_row_ends(workdir):
+    """[200, 240, 300] was read as floats and refused as fractions that do not sum to 1."""
+    for tokens in (["--data.split", "[200, 240, 300]"], ["--data.split=[200,240,300]"]):
+        config = load_config("tiny.yaml", tokens)
+        assert config.split == [200, 240, 300] and all(type(end) is int for end in config.split)
+    assert load_config("tiny.yaml", ["--data.split", "[0.6, 0.2, 0.2]"]).split == [0.6, 0.2, 0.2]
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "rows", "--data.split", "[200, 240, 300]"]) == 0
+    assert Forecaster.load(workdir / "rows").evaluate("toy.csv", split=[200, 240, 300]).attrs["n_windows"] == (
+        ROWS - 240 - PRED_LEN + 1)
+
+
 def test_a_date_split_from_yaml_trains_and_tests_on_its_borders(workdir, capsys):
     """Dates in a YAML list split the data, and the saved config keeps them as text."""
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--data.split", "[2022-03-10, 2022-03-12]"]) == 0

@@ -155,7 +155,7 @@ class DateSplit:
 
 
 Split = Union[RowSplit, FractionSplit, DateSplit]
-SplitLike = Union[str, RowSplit, FractionSplit, DateSplit, Sequence[float], Sequence[DateLike]]
+SplitLike = Union[str, RowSplit, FractionSplit, DateSplit, Sequence[int], Sequence[float], Sequence[DateLike]]
 
 _HOURS_PER_MONTH = 30 * 24
 SPLIT_PROTOCOLS: dict[str, Split] = {
