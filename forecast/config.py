@@ -459,8 +459,13 @@ def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:
     for name in unknown:
         section, _, key = name.rpartition(".")
         valid = sorted(option.rpartition(".")[2] for option in known if option.rpartition(".")[0] == section)
-        # Keys are compared without their sections: a shared "model." made d_modle look close to model.name.
-        close = closest_name(key, by_key)
+        others = _models_with_option(key) if section == "model" else []
+        if others:  # a config written for another model, its name overridden: no typo to offer
+            hints.append(f" {key!r} is an option of {', '.join(others)}, not of this model: remove it (or "
+                         "name that model).")
+            close = None
+        else:  # Keys are compared without their sections: a shared "model." made d_modle look close to model.name.
+            close = closest_name(key, by_key)
         if close:
             options = by_key[close]
             suggestion = next((option for option in options if option.rpartition(".")[0] == section), options[0])
@@ -470,6 +475,12 @@ def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:
         else:
             hints.append(f" {section!r} is not a section: {list(SECTIONS)}, or top-level {list(TOP_LEVEL)}.")
     return "".join(dict.fromkeys(hints))
+
+
+def _models_with_option(key: str) -> list[str]:
+    from forecast.models import MODELS, model_options
+
+    return sorted(name for name in MODELS if key in model_options(name))
 
 
 def _plain(value: Any) -> Any:

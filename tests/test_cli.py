@@ -500,6 +500,11 @@ def test_bad_options_fail_with_the_fix_and_no_traceback(workdir, capsys):
     assert "Did you mean --trainer.max_epochs?" in err and "no config given" not in err
     assert main(["fit", "--model.name", "dlinear", "--data.seq_len", "32"]) == 2
     assert "data.dataset is not given. Fix: name a registered dataset" in capsys.readouterr().err
+    # another model named over a config's: its options were offered a misspelling (--trainer.compile_model)
+    assert main(["fit", "--config", "tiny.yaml", "--model.name", "dlinear"]) == 2
+    err = capsys.readouterr().err
+    assert "'d_model' is an option of informer, logsparse, transformer, not of this model: remove it" in err
+    assert "Did you mean" not in err
 
 
 def test_a_run_named_by_flags_alone_fits_and_predicts(workdir):
