@@ -306,6 +306,8 @@ def _print_config(command: str, tokens: list[str]) -> int:
 
 
 def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
+    from forecast.training import has_trainable_parameters
+
     config, flags = _config("fit", tokens)
     run_dir = config.resolved_run_dir()
     forecaster = config.forecaster()
@@ -315,8 +317,12 @@ def _fit(args: argparse.Namespace, tokens: list[str]) -> int:
           flush=True)
     started = time.perf_counter()
     forecaster.fit(config.dataset, split=config.split, run_dir=run_dir, resume=flags["resume"])
-    print(f"fitted in {time.perf_counter() - started:.1f} s; the best epoch's weights are saved in {run_dir}")
     trained = forecaster.last_fit
+    if trained.epochs == 0 and has_trainable_parameters(forecaster.model):
+        print(f"trained no epoch (max_epochs={forecaster.training.max_epochs}): the initial weights are saved in "
+              f"{run_dir}")
+    else:
+        print(f"fitted in {time.perf_counter() - started:.1f} s; the best epoch's weights are saved in {run_dir}")
     if trained.best_val_loss is not None:
         print(f"best epoch {trained.best_epoch} of {trained.epochs}: validation loss {trained.best_val_loss:.4f}")
     return 0

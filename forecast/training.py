@@ -132,6 +132,13 @@ class TrainingConfig:
         if not isinstance(self.extra_trainer_options, dict):
             raise ConfigError(f"extra_trainer_options must be a dict of lightning.Trainer arguments, "
                               f"got extra_trainer_options={self.extra_trainer_options!r}")
+        limit = self.limit_train_batches
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:  # Lightning's way to skip
+            raise ConfigError(
+                f"limit_train_batches={limit!r} trains on no batch, and the untrained weights would be saved as the "
+                "best epoch's. Fix: limit_train_batches= a positive number of batches or a fraction (e.g. 0.25), "
+                "or leave it out; max_epochs=0 keeps a model's initial weights on purpose."
+            )
         limit = self.extra_trainer_options.get("limit_val_batches")
         # Lightning would fail only at the first epoch's end, in the early stopping the recipe always adds.
         if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:

@@ -556,6 +556,13 @@ def test_a_fit_without_validation_windows_is_refused_at_construction_naming_the_
         Forecaster("dlinear", **WINDOW, limit_val_batches=limit)
 
 
+@pytest.mark.parametrize("limit", [0, 0.0])
+def test_a_fit_on_no_training_batch_is_refused_at_construction_naming_the_option(limit):
+    """limit_train_batches=0 ran its epochs on no batch and saved the untrained weights as the best epoch's."""
+    with pytest.raises(ConfigError, match=r"limit_train_batches=0.*trains on no batch.*Fix: limit_train_batches="):
+        Forecaster("dlinear", **WINDOW, limit_train_batches=limit)
+
+
 def test_validation_less_often_than_the_epochs_trained_is_refused_at_construction():
     """check_val_every_n_epoch > max_epochs never validated: the last weights were kept, the history all NaN."""
     with pytest.raises(ConfigError, match=r"check_val_every_n_epoch=5.*max_epochs=2.*lowest validation loss.*"

@@ -388,6 +388,14 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and not captured.out
 
 
+def test_a_fit_of_no_epoch_says_the_weights_are_the_initial_ones(workdir, capsys):
+    """max_epochs=0 printed "fitted ...; the best epoch's weights are saved" for weights never trained."""
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "untrained", "--trainer.max_epochs", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "trained no epoch (max_epochs=0): the initial weights are saved in untrained" in out
+    assert "best epoch" not in out
+
+
 def test_row_ends_from_yaml_or_flags_stay_row_ends(workdir):
     """[200, 240, 300] was read as floats and refused as fractions that do not sum to 1."""
     for tokens in (["--data.split", "[200, 240, 300]"], ["--data.split=[200,240,300]"]):
