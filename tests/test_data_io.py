@@ -630,6 +630,20 @@ def test_a_local_clocks_daylight_saving_change_is_named_with_the_fix(start, freq
     assert prepare_series(frame).dates.equals(local)
 
 
+def test_a_repeat_at_night_outside_the_clock_change_months_or_dates_without_times_get_no_daylight_saving_hint():
+    """Any repeat before 04:00 (3 January's, hourly rows written as dates alone) was blamed on a clock change."""
+    january = pd.date_range("2023-01-01", periods=100, freq="h")
+    repeated = pd.DataFrame({"date": january.insert(50, january[49]), "OT": np.arange(101.0)})  # 01:00 twice
+    with pytest.raises(DuplicateTimestampError) as caught:
+        prepare_series(repeated)
+    assert "daylight" not in str(caught.value)
+    dates_only = pd.DataFrame({"date": january.strftime("%Y-%m-%d"), "OT": np.arange(100.0)})
+    with pytest.raises(DuplicateTimestampError, match=r"a date without a time of day, and up to 24 rows share one.*"
+                                                      r"Fix: write the timestamps with their time of day") as caught:
+        prepare_series(dates_only)
+    assert "daylight" not in str(caught.value)
+
+
 def test_other_irregular_duplicate_and_unsorted_rows_get_no_daylight_saving_hint():
     frame = make_frame()
     for faulty, error in ((frame.drop(index=12), IrregularTimestampError),

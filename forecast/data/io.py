@@ -726,10 +726,24 @@ def _step_faults(dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(steps < pd.Timedelta(0)), np.flatnonzero(steps == pd.Timedelta(0))
 
 
+# The months in which local clocks change for daylight saving somewhere (north: March, October, November; south:
+# April, September, October).
+_CLOCK_CHANGE_MONTHS = (3, 4, 9, 10, 11)
+
+
 def _clock_change_hint(dates: pd.DatetimeIndex, rows: np.ndarray) -> str:
-    """The fix for timestamps without a time zone whose faulty ``rows`` all fall in the night hours where local
-    clocks change for daylight saving (an hour skipped in spring, one repeated in autumn); else ``""``."""
-    if dates.tz is not None or not rows.size or not (dates[rows].hour < 4).all():
+    """The fix for timestamps without a time zone whose faulty ``rows`` all fall in the night hours of the months
+    where local clocks change for daylight saving (an hour skipped in spring, one repeated in autumn); for dates
+    without a time of day, that they lack it; else ``""``."""
+    if dates.tz is not None or not rows.size:
+        return ""
+    if (dates == dates.normalize()).all():
+        per_day = int(pd.Series(1, index=dates[rows]).groupby(level=0).size().max()) + 1
+        return (f" Every timestamp is a date without a time of day, and up to {per_day} rows share one: were the "
+                "times left out when the dates were written? Fix: write the timestamps with their time of day; "
+                "otherwise")
+    faulty = dates[rows]
+    if not ((faulty.hour < 4) & faulty.month.isin(_CLOCK_CHANGE_MONTHS)).all():
         return ""
     return (" They fall where a local clock changes for daylight saving (an hour skipped in spring, repeated in "
             "autumn). Fix: give the timestamps their time zone (df[date] = df[date].dt.tz_localize('<your zone>', "
