@@ -251,15 +251,17 @@ def write_config(directory: Path, config: Mapping[str, Any], saved: tuple[dict[s
                                           "package_version": forecast.__version__, **config,
                                           "split": jsonable(split, "split"),
                                           "data_file": dataclasses.asdict(data_file) if data_file is not None else None,
-                                          "fitted": fitted_block, "digest": _built_digest(config)})
+                                          "fitted": fitted_block,
+                                          "digest": {"of": list(_BUILT_FROM), "sha256": _built_digest(config)}})
     _write_json(directory / SCALER_FILE, scaling)
 
 
-def _built_digest(config: Mapping[str, Any]) -> str:
-    """sha256 of what builds the model and what it forecasts (``_BUILT_FROM``): a saved run keeps it, so that an
-    edit the weights still fit (dlinear's ``kernel_size``, ProbSparse's ``factor``, a ``features`` mode) is
-    refused on load instead of forecasting with a model the weights were never trained for."""
-    built = {key: config.get(key) for key in _BUILT_FROM}
+def _built_digest(config: Mapping[str, Any], keys: Sequence[str] = ()) -> str:
+    """sha256 of what builds the model and what it forecasts (``keys``, default ``_BUILT_FROM``): a saved run
+    keeps it with its keys, so that an edit the weights still fit (dlinear's ``kernel_size``, ProbSparse's
+    ``factor``, a ``features`` mode) is refused on load instead of forecasting with a model the weights were never
+    trained for, and a later version that digests other keys still reads it."""
+    built = {key: config.get(key) for key in keys or _BUILT_FROM}
     return hashlib.sha256(json.dumps(jsonable(built, "config"), sort_keys=True).encode()).hexdigest()
 
 
@@ -289,10 +291,14 @@ def read_config(directory: Path) -> dict[str, Any]:
     if differing:
         raise ConfigError(f"{directory / CONFIG_FILE} holds a run fitted for other windows than it names "
                           f"({'; '.join(differing)}) {edited} Other windows need another fit.")
-    # absent from runs saved before 2026-11-29, which load unchecked
-    if "digest" in config and config["digest"] != _built_digest(config):
-        raise ConfigError(f"{directory / CONFIG_FILE}: its {', '.join(_BUILT_FROM)} are not those the run was "
-                          f"fitted with {edited} Other options need another fit.")
+    digest = config.get("digest")  # absent from runs saved before 2026-11-29, which load unchecked
+    if digest is not None:
+        keys = digest.get("of") if isinstance(digest, Mapping) else None
+        if not (isinstance(keys, list) and keys and all(isinstance(key, str) for key in keys)):
+            raise ConfigError(f"{directory / CONFIG_FILE}: digest {digest!r} is not its keys and sha256 {edited}")
+        if digest.get("sha256") != _built_digest(config, keys):
+            raise ConfigError(f"{directory / CONFIG_FILE}: its {', '.join(keys)} are not those the run was fitted "
+                              f"with {edited} Other options need another fit.")
     return config
 
 

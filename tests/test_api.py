@@ -411,6 +411,23 @@ def test_load_names_what_was_edited_in_a_saved_config(tmp_path, fitted, edit, me
         Forecaster.load(directory)
 
 
+def test_a_saved_digest_is_checked_over_the_keys_it_names(tmp_path, fitted, csv):
+    """A version that digests other blocks still reads a run saved by this one, and this one an older run's."""
+    from forecast.predictor import _built_digest
+
+    directory = fitted.save(tmp_path / "model")
+    config = json.loads((directory / "config.json").read_text())
+    assert config["digest"]["of"] == ["model", "recipe", "model_options", "data"]
+    keys = ["model", "model_options", "quantiles"]  # another version's choice
+    config["digest"] = {"of": keys, "sha256": _built_digest(config, keys)}
+    (directory / "config.json").write_text(json.dumps(config))
+    pd.testing.assert_frame_equal(Forecaster.load(directory).predict(csv), fitted.predict())
+    config["quantiles"] = [0.2, 0.8]  # one of its keys edited
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match=r"its model, model_options, quantiles are not those the run was fitted"):
+        Forecaster.load(directory)
+
+
 def test_a_device_setting_lightning_refuses_is_named_before_the_data_is_read(tmp_path):
     """accelerator='gpux' was refused only after the data was read and windowed (minutes for a large table)."""
     with pytest.raises(ConfigError, match=r"Lightning refuses the training settings \{'accelerator': 'gpux'"):
