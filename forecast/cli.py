@@ -95,7 +95,8 @@ _COMMAND_FLAGS: dict[str, list[tuple[str, Any, Any, str]]] = {
                                    "the run there")],
     "validate": [],
     "test": [("windows", Literal["train", "val", "test"], "test", "the split whose windows are scored"),
-             ("report", str | None, None, "where the full report goes (default RUN_DIR/<windows>_report.csv)")],
+             ("report", str | None, None, "where the full report goes (default RUN_DIR/<windows>_report.csv; "
+                                            "of --input data, RUN_DIR/<windows>_report_<its name>.csv)")],
     "predict": [("output", str | None, None, "where the forecast goes (default RUN_DIR/forecast.csv)"),
                 ("future_covariates", str | None, None, "a panel's future covariates for the forecast steps: a "
                  "long-format CSV with the id, date and future covariate columns")],
@@ -362,10 +363,12 @@ def _test(args: argparse.Namespace, tokens: list[str]) -> int:
 
     run = _fitted_run("test", tokens)
     windows = run.flags["windows"]
-    destination = _destination(run, "report", f"{windows}_report.csv")
+    # Other data's report beside the fitted data's, never over it.
+    other = f"_{Path(run.flags['input']).stem}" if run.flags["input"] else ""
+    destination = _destination(run, "report", f"{windows}_report{other}.csv")
     report = run.forecaster.evaluate(run.data, split=run.split, windows=windows, detail=True)
     report.to_csv(destination, index=False)
-    print(f"test of {run.run_dir} over {int(report['n_windows'].iloc[0])} {windows} windows:")
+    print(f"test of {run.run_dir} on {run.data} over {int(report['n_windows'].iloc[0])} {windows} windows:")
     print(_table(pivot_report(report)))
     print(f"full report (per horizon step and variable): {destination}")
     return 0

@@ -127,6 +127,10 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
     # the run folder alone names the same run: the same report without the config
     assert main(["test", "--run_dir", "run", "--input", "toy.csv", "--report", "again.csv"]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(workdir / "again.csv"), report)
+    # other data's report goes beside the run's own (which it overwrote), and the data is named
+    assert main(["test", "--run_dir", "run", "--windows", "val", "--input", "toy.csv"]) == 0
+    assert "on toy.csv over 23 val windows" in capsys.readouterr().out
+    assert (workdir / "run" / "val_report_toy.csv").is_file()
 
 
 def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(workdir, capsys):
