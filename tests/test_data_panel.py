@@ -371,6 +371,21 @@ def test_a_daily_daylight_saving_csv_puts_every_series_on_its_local_clock(tmp_pa
     assert "series 'b' are read as local times without a zone" in caplog.text
 
 
+@pytest.mark.parametrize("ids", [{"s0": ("north", 1), "s1": ("south", 2), "s2": ("west", 3)},  # a two-key groupby
+                                 {"s0": pd.Timestamp("2020-01-01"), "s1": pd.Timestamp("2020-02-01"),
+                                  "s2": pd.Timestamp("2020-03-01")}])
+def test_ids_other_than_text_or_numbers_are_refused_with_the_fix(ids):
+    """Tuple ids fitted, then predict and evaluate(by_series=True) failed inside pandas; date ids were saved as
+    text and the loaded forecaster refused its own series as unseen."""
+    frame = long_frame().assign(unique_id=lambda f: f["unique_id"].map(ids))
+    kind = type(ids["s0"]).__name__
+    with pytest.raises(DataError, match=rf"id column 'unique_id' holds .* \({kind}\), not text or a number.*"
+                                        r"Fix: df\['unique_id'\] = df\['unique_id'\].astype\(str\)"):
+        prepare_panel(frame, **ROLES, date_column="ds")
+    text = frame.assign(unique_id=frame["unique_id"].astype(str))  # the fix it names
+    assert len(prepare_panel(text, **ROLES, date_column="ds").ids) == 3
+
+
 def test_two_ids_written_alike_are_refused_by_name():
     """Ids 1 and '1' were two series that a forecast's CSV and evaluate(by_series=True) both wrote as '1'."""
     frame = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": 1, "s1": "1", "s2": "s2"}))

@@ -149,9 +149,17 @@ def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column
                                  f"{list(frame.columns)!r}{fix}.")
 
 
-def _check_id_texts(ids: Sequence[Hashable], label: str, id_column: Hashable) -> None:
-    """DataError for two ids written alike (``1`` and ``"1"``): a forecast's CSV, ``evaluate(by_series=True)`` and
-    the id a file is read back with write ids as text, so the two series would be one there."""
+def _check_ids(ids: Sequence[Hashable], label: str, id_column: Hashable) -> None:
+    """DataError for an id that is not text or a number (a tuple from a groupby on two keys, a date): a saved
+    forecaster, a forecast's index and ``evaluate(by_series=True)`` keep ids as text or numbers only; and for two
+    ids written alike (``1`` and ``"1"``): a forecast's CSV, ``evaluate(by_series=True)`` and the id a file is read
+    back with write ids as text, so the two series would be one there."""
+    for series_id in ids:
+        if not isinstance(series_id, (str, int, float, np.integer, np.floating, np.bool_)):
+            raise DataError(f"{label}: id column {id_column!r} holds {series_id!r} ({type(series_id).__name__}), "
+                            "not text or a number, which a saved forecaster, a forecast's index and "
+                            f"evaluate(by_series=True) keep ids as. Fix: df[{id_column!r}] = "
+                            f"df[{id_column!r}].astype(str).")
     seen: dict[str, Hashable] = {}
     for series_id in ids:
         other = seen.setdefault(str(series_id), series_id)
@@ -321,7 +329,7 @@ def prepare_panel(
                                   _static_values(rows, covariates["static_covariates"], where)))
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
-    _check_id_texts([one.id for one in series], origin.label, id_column)
+    _check_ids([one.id for one in series], origin.label, id_column)
     series = _on_one_clock(series, origin.label)
     return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
                  covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series),
