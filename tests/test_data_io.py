@@ -644,6 +644,21 @@ def test_a_repeat_at_night_outside_the_clock_change_months_or_dates_without_time
     assert "daylight" not in str(caught.value)
 
 
+def test_periods_are_read_as_the_timestamps_they_start_at():
+    """A Period date column was refused as 'not a date' on every row (fix: drop those rows); a PeriodIndex had no
+    column holding timestamps."""
+    days = pd.period_range("2023-01-01", periods=100, freq="D")
+    frame = pd.DataFrame({"date": days, "OT": np.arange(100.0)})
+    series = prepare_series(frame)
+    assert series.dates.equals(pd.DatetimeIndex(days.to_timestamp(), name="date"))
+    assert series.freq == pd.tseries.frequencies.to_offset("D")
+    assert isinstance(frame["date"].dtype, pd.PeriodDtype)  # the caller's frame left as it was
+    months = pd.period_range("2000-01", periods=60, freq="M")
+    for table in (pd.DataFrame({"OT": np.arange(60.0)}, index=months), pd.Series(np.arange(60.0), index=months)):
+        read = prepare_series(table)
+        assert read.dates.equals(months.to_timestamp()) and read.freq == pd.tseries.frequencies.to_offset("MS")
+
+
 def test_other_irregular_duplicate_and_unsorted_rows_get_no_daylight_saving_hint():
     frame = make_frame()
     for faulty, error in ((frame.drop(index=12), IrregularTimestampError),

@@ -562,7 +562,7 @@ def read_table(data: Table, text_columns: Sequence[Hashable] = ()) -> tuple[pd.D
         if repeated:
             raise DuplicateColumnError(f"{DATAFRAME_SOURCE}: column(s) {repeated!r} appear more than once. Fix: "
                                        "give every column its own name.")
-        return data, Origin(DATAFRAME_SOURCE)
+        return _periods_as_timestamps(data, DATAFRAME_SOURCE), Origin(DATAFRAME_SOURCE)
     if isinstance(data, (str, os.PathLike)):
         return read_csv(data, text_columns), Origin.of_file(data)
     raise DataError(
@@ -581,7 +581,27 @@ def index_level_fix(frame: pd.DataFrame, column: Hashable) -> str | None:
     return f"is a level of the table's index {names!r}, not a column. Fix: df.reset_index() makes it a column"
 
 
+def _periods_as_timestamps(frame: pd.DataFrame, label: str) -> pd.DataFrame:
+    """``frame`` with its Period columns and PeriodIndex (pandas' spans: ``to_period('M')``, ``period_range``) as
+    the timestamps their periods start at, in a copy; the frame itself where it has none."""
+    periods = [column for column in frame.columns if isinstance(frame[column].dtype, pd.PeriodDtype)]
+    if not periods and not isinstance(frame.index, pd.PeriodIndex):
+        return frame
+    converted = frame.copy(deep=False)
+    for column in periods:
+        converted[column] = converted[column].dt.to_timestamp()
+    if isinstance(converted.index, pd.PeriodIndex):
+        converted.index = converted.index.to_timestamp()
+        periods.append("<index>")
+    logger.info("%s: the periods of %s are read as the timestamps they start at.", label,
+                ", ".join(map(repr, periods)))
+    return converted
+
+
 def _series_frame(series: pd.Series) -> pd.DataFrame:
+    if isinstance(series.index, pd.PeriodIndex):
+        series = series.set_axis(series.index.to_timestamp())
+        logger.info("<Series>: the periods of its index are read as the timestamps they start at.")
     if not isinstance(series.index, pd.DatetimeIndex):
         raise MissingDateColumnError(
             f"<Series>: its index is a {type(series.index).__name__}, not timestamps. Fix: index it by a "
