@@ -548,8 +548,10 @@ def test_fill_policies_never_fill_after_the_last_observation(policy):
     """Rows appended for the future (NaN target) would move the forecast's start past the last observation."""
     frame = make_frame(n=12)
     frame.loc[[10, 11], "OT"] = np.nan
-    with pytest.raises(NonFiniteValueError, match=r"'OT' is empty on its last 2 row\(s\), from row 10.*drop"):
+    with pytest.raises(NonFiniteValueError,
+                       match=r"'OT' is empty on its last 2 row\(s\), from row 10.*drop") as caught:
         prepare_series(frame, fill_nan=policy)
+    assert "panel" not in str(caught.value)  # a wide table was pointed to a panel's future_covariates
 
 
 @pytest.mark.parametrize("policy", [None, "ffill"])

@@ -952,8 +952,10 @@ def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, positi
             "the target alone).")
 
 
-def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin) -> pd.DataFrame:
-    """Apply the fill policy to NaN and ±inf, or raise ``NonFiniteValueError``."""
+def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin, *, panel: bool = False
+                     ) -> pd.DataFrame:
+    """Apply the fill policy to NaN and ±inf, or raise ``NonFiniteValueError`` (for a ``panel``'s series, naming
+    where its future steps go)."""
     finite = np.isfinite(values.to_numpy())
     if finite.all():
         return values
@@ -971,10 +973,10 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin)
                 f"{where}, after its last finite value: a forecast starts after the last row, and fill_nan fills "
                 "non-finite values before the last finite one only. Fix: correct those values, or drop those rows."
             )
+        future = " (a panel's future steps go in predict(..., future_covariates=...))" if panel else ""
         raise NonFiniteValueError(
             f"{origin.label}: column {values.columns[column]!r} is empty {where}: a forecast starts after the last "
-            "row, and fill_nan fills gaps before the last observation only. Fix: drop those rows (a panel's future "
-            "steps go in predict(..., future_covariates=...))."
+            f"row, and fill_nan fills gaps before the last observation only. Fix: drop those rows{future}."
         )
     empty = values.columns[~finite.any(axis=0)]
     if len(empty):  # no fill policy helps

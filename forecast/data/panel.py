@@ -315,7 +315,7 @@ def prepare_panel(
         dates = parse_dates(rows[date_column], column=date_column, origin=where, date_format=date_format)
         dates = to_zone(dates, time_zone, column=date_column, origin=where)
         offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
-        values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where).to_numpy(np.float64)
+        values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where, panel=True).to_numpy(np.float64)
         if first_freq is None:
             first_freq = (series_id, offset)
         elif offset != first_freq[1]:
