@@ -371,6 +371,18 @@ def test_a_daily_daylight_saving_csv_puts_every_series_on_its_local_clock(tmp_pa
     assert "series 'b' are read as local times without a zone" in caplog.text
 
 
+@pytest.mark.parametrize(("column", "cells"), [("footfall", ["busy"]), ("y", ["1,234", "high"])])
+def test_text_in_a_panel_column_is_fixed_by_its_roles_not_by_columns(column, cells):
+    """The fix named columns=[...], which a panel refuses ("chooses a wide table's variables")."""
+    frame = long_frame().astype({column: object})
+    for row, cell in enumerate(cells):
+        frame.loc[row, column] = cell
+    with pytest.raises(NonNumericColumnError, match=rf"series 's2': column '{column}' is not numeric.*Fix: .*leave it "
+                                                    r"out of past_covariates and future_covariates") as caught:
+        prepare_panel(frame, **ROLES)
+    assert "columns=" not in str(caught.value)
+
+
 @pytest.mark.parametrize("ids", [{"s0": ("north", 1), "s1": ("south", 2), "s2": ("west", 3)},  # a two-key groupby
                                  {"s0": pd.Timestamp("2020-01-01"), "s1": pd.Timestamp("2020-02-01"),
                                   "s2": pd.Timestamp("2020-03-01")}])

@@ -891,8 +891,16 @@ def require_fitted_columns(variables: Sequence[Hashable], fitted: Sequence[Hasha
         )
 
 
-def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Origin) -> pd.DataFrame:
-    """The chosen columns as float64; non-numbers raise ``NonNumericColumnError``."""
+# How to leave a column of text out: a wide table's variables, a panel's (which the roles name).
+_DROP_WIDE = "pass columns=[...] naming only numeric variables (features='S' uses the target alone)"
+_DROP_PANEL = "leave it out of past_covariates and future_covariates (a panel's target must hold numbers)"
+
+
+def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Origin, *, panel: bool = False
+                    ) -> pd.DataFrame:
+    """The chosen columns as float64; non-numbers raise ``NonNumericColumnError`` (whose fix, for a ``panel``,
+    names its roles)."""
+    drop = _DROP_PANEL if panel else _DROP_WIDE
     converted = {}
     for column in columns:
         series = frame[column]
@@ -916,12 +924,10 @@ def _numeric_values(frame: pd.DataFrame, columns: Sequence[Hashable], origin: Or
             value = series.iloc[position]
             if as_numbers.notna().sum() > bad.size or _with_thousands_separators(value):
                 raise NonNumericColumnError(_bad_cells_message(origin, column, frame.index, position, value, bad.size,
-                                                               among_numbers=bool(as_numbers.notna().any())))
+                                                               among_numbers=bool(as_numbers.notna().any()), drop=drop))
             raise NonNumericColumnError(
                 f"{origin.label}: column {column!r} is not numeric: {origin.row(position, frame.index)} "
-                f"holds {value!r} ({bad.size} such rows). Fix: drop the column, "
-                "convert it with pd.to_numeric, or pass columns=[...] naming only numeric "
-                "variables (features='S' uses the target alone)."
+                f"holds {value!r} ({bad.size} such rows). Fix: convert it with pd.to_numeric, or {drop}."
             )
         converted[column] = as_numbers.astype("float64")
     return pd.DataFrame(converted, index=frame.index)
@@ -934,9 +940,10 @@ def _with_thousands_separators(value: object) -> bool:
 
 
 def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, position: int, value: object,
-                       count: int, *, among_numbers: bool) -> str:
+                       count: int, *, among_numbers: bool, drop: str = _DROP_WIDE) -> str:
     """The message for a column of numbers with ``count`` cells that are not (the first at ``position``), the
-    other cells numbers (``among_numbers``) or none (every one written with thousands separators)."""
+    other cells numbers (``among_numbers``) or none (every one written with thousands separators); ``drop``
+    says how to leave the column out."""
     thousands = _with_thousands_separators(value)
     if origin.is_file:
         option = "thousands=','" if thousands else f"na_values=[{value!r}]"
@@ -948,8 +955,7 @@ def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, positi
     return (f"{origin.label}: column {column!r} is not numeric: {origin.row(position, index)} holds {value!r} "
             f"({count} such rows){' among numbers' if among_numbers else ''}. Fix: clean those cells (an empty one "
             "is a missing value), "
-            f"{convert}, or drop the column: pass columns=[...] naming only numeric variables (features='S' uses "
-            "the target alone).")
+            f"{convert}, or drop the column: {drop}.")
 
 
 def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin, *, panel: bool = False

@@ -315,7 +315,8 @@ def prepare_panel(
         dates = parse_dates(rows[date_column], column=date_column, origin=where, date_format=date_format)
         dates = to_zone(dates, time_zone, column=date_column, origin=where)
         offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
-        values = _fill_non_finite(_numeric_values(rows, numeric, where), fill_nan, where, panel=True).to_numpy(np.float64)
+        values = _fill_non_finite(_numeric_values(rows, numeric, where, panel=True), fill_nan, where,
+                                  panel=True).to_numpy(np.float64)
         if first_freq is None:
             first_freq = (series_id, offset)
         elif offset != first_freq[1]:
@@ -436,7 +437,7 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     step_dates = steps.get_level_values(1)
     if isinstance(step_dates, pd.DatetimeIndex):  # matched on the forecast steps' clock, or refused by name
         dates = to_zone(dates, zone_name(step_dates), column=panel.date_column, origin=where, whose="the series'")
-    values = _numeric_values(frame, columns, where).to_numpy(np.float64)  # [rows, K], checked where used
+    values = _numeric_values(frame, columns, where, panel=True).to_numpy(np.float64)  # [rows, K], checked where used
     lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([frame[panel.id_column], dates]))
     if lookup.index.has_duplicates:
         series_id, date = lookup.index[lookup.index.duplicated()][0]
