@@ -159,6 +159,36 @@ class TrainingConfig:
             )
 
 
+class ConstantsKeptEMA(EMAWeightAveraging):
+    """Lightning's :class:`~lightning.pytorch.callbacks.EMAWeightAveraging`, a model's non-persistent buffers
+    left as built: they are constants it derives (Informer's position table), never saved, and Lightning
+    averages and swaps every buffer, so their average drifted from them by float rounding (2e-7) and a fitted
+    model forecast other digits than its weights saved and loaded. (Lightning's swap and copy are private
+    methods; the pinned version's are wrapped.)"""
+
+    def _swap_models(self, pl_module: L.LightningModule) -> None:
+        constants = _constant_buffers(pl_module)
+        super()._swap_models(pl_module)
+        _restore(constants)
+
+    def _copy_average_to_current(self, pl_module: L.LightningModule) -> None:
+        constants = _constant_buffers(pl_module)
+        super()._copy_average_to_current(pl_module)
+        _restore(constants)
+
+
+def _constant_buffers(module: torch.nn.Module) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each non-persistent buffer of ``module`` with a copy of its value."""
+    return [(buffer, buffer.clone()) for owner in module.modules()
+            for name, buffer in owner.named_buffers(recurse=False) if name in owner._non_persistent_buffers_set]
+
+
+def _restore(constants: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    with torch.no_grad():
+        for buffer, value in constants:
+            buffer.copy_(value)
+
+
 class TrainTimer(Timer):
     """Lightning's :class:`~lightning.pytorch.callbacks.Timer` without a limit: the seconds spent in fit,
     carried through checkpoints so resumed runs add up (a mid-epoch checkpoint holds the time up to it).
@@ -455,7 +485,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     callbacks = list(callbacks or [])
     if config.ema_decay is not None:
         # First: it swaps the averaged weights in before any other callback sees a validation epoch.
-        callbacks.insert(0, EMAWeightAveraging(decay=config.ema_decay))
+        callbacks.insert(0, ConstantsKeptEMA(decay=config.ema_decay))
     callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
     callbacks.append(EpochLog())
     callbacks.append(KeyboardInterruptKept())
