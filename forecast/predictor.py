@@ -318,13 +318,24 @@ def _run_identity(config: Mapping[str, Any], fitted: Mapping[str, Any]) -> dict[
             "input_columns": fitted["input_columns"], "output_columns": fitted["output_columns"]}
 
 
+def _differences(previous: Mapping[str, Any], current: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``"name 16 in the run, 8 now"`` for each setting that differs, those of a block by their own names
+    (``model_options.d_model``)."""
+    differing = []
+    for name in sorted({*previous, *current}, key=str):
+        before, now = previous.get(name), current.get(name)
+        if isinstance(before, Mapping) and isinstance(now, Mapping):
+            differing += _differences(before, now, f"{prefix}{name}.")
+        elif before != now:
+            differing.append(f"{prefix}{name} {before!r} in the run, {now!r} now")
+    return differing
+
+
 def _require_same_training(run_dir: Path, stored: Mapping[str, Any], training: Mapping[str, Any]) -> None:
     """ConfigError naming each training setting a fit resuming ``run_dir``'s checkpoint must share and does not
     (:func:`~forecast.recipes.resume_settings`): the checkpoint's values would win over some silently, and the
     rest would make the run's later epochs another run's."""
-    previous, current = resume_settings(stored), resume_settings(training)
-    differing = [f"{name} {previous.get(name)!r} in the run, {current.get(name)!r} now"
-                 for name in sorted({*previous, *current}) if previous.get(name) != current.get(name)]
+    differing = _differences(resume_settings(stored), resume_settings(training))
     if differing:
         raise ConfigError(
             f"{run_dir} holds a run trained with other settings ({'; '.join(differing)}); resuming its checkpoint "
@@ -371,10 +382,10 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
         stored = read_json(run_dir / CONFIG_FILE)
         previous = _run_identity(stored, stored.get("fitted", {}))
         current = _run_identity(config, saved[0])
-        differing = sorted(key for key in current if previous.get(key) != current[key])
+        differing = _differences(previous, current)
         if differing:
             raise ConfigError(
-                f"{run_dir} holds a run with different {differing}; it cannot be resumed by this Forecaster. "
+                f"{run_dir} holds another run ({'; '.join(differing)}); it cannot be resumed by this Forecaster. "
                 "Fix: use another run_dir, or resume=False to train from scratch there."
             )
         _require_same_training(run_dir, stored.get("training", {}), config["training"])

@@ -499,6 +499,15 @@ def test_resuming_with_other_training_settings_is_refused_before_the_folder_is_t
     Forecaster("dlinear", **{**options, "max_epochs": 2, "calibrate_correction": True}).fit(frame, run_dir=run_dir)
 
 
+def test_resuming_another_model_names_each_option_that_differs(frame, tmp_path):
+    """The refusal said only "different ['model_options']"."""
+    run_dir = tmp_path / "run"
+    Forecaster("dlinear", **WINDOW, kernel_size=5, max_epochs=1).fit(frame, run_dir=run_dir)
+    with pytest.raises(ConfigError, match=re.escape("holds another run (data.pred_len 8 in the run, 4 now; "
+                                                    "model_options.kernel_size 5 in the run, 7 now)")):
+        Forecaster("dlinear", **{**WINDOW, "pred_len": 4}, kernel_size=7, max_epochs=1).fit(frame, run_dir=run_dir)
+
+
 def test_a_run_folder_being_fitted_by_another_process_is_refused_untouched(frame, tmp_path):
     """Two processes fitting one run_dir (a config started twice) interleaved their checkpoints and weights."""
     run_dir = tmp_path / "run"
