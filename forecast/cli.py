@@ -415,12 +415,23 @@ def _optional_bool(text: str) -> bool | None:
         raise argparse.ArgumentTypeError(f"{text!r} is not true, false or null") from None
 
 
+def _flags(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    return tuple(option for action in parser._actions for option in action.option_strings if option.startswith("--"))
+
+
+def _unexpected(command: str, extra: list[str], flags: Sequence[str], fix: str = "") -> ConfigError:
+    """The refusal of a command's ``extra`` arguments, offering the flag each misspelt one most likely meant."""
+    from forecast.checks import did_you_mean
+
+    hints = "".join(did_you_mean(token.partition("=")[0], flags) for token in extra if token.startswith("--"))
+    return ConfigError(f"forecast {command}: unexpected arguments {extra}.{hints}{fix}")
+
+
 def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
     from forecast.sweep import SweepSpec, plan_sweep, run_sweep
 
     if extra:
-        raise ConfigError(f"forecast sweep: unexpected arguments {extra}. Fix: set config options with "
-                          "--set section.key=value.")
+        raise _unexpected("sweep", extra, args.flags, " Fix: set config options with --set section.key=value.")
     spec = SweepSpec.from_file(args.sweep) if args.sweep else SweepSpec()
     overrides = [_set_override(item) for item in args.set] or None
     spec = spec.updated(configs=args.config, configs_dir=args.configs_dir, datasets=args.datasets,
@@ -451,7 +462,7 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
     from forecast.report import render_report, update_block
 
     if extra:
-        raise ConfigError(f"forecast report: unexpected arguments {extra}.")
+        raise _unexpected("report", extra, args.flags)
     # The defaults suit a folder laid out like experiments/; a project's own data has no published figures.
     published = args.published or (DEFAULT_PUBLISHED if DEFAULT_PUBLISHED.is_file() else None)
     body = render_report(args.results_dir, args.configs_dir, published)
@@ -539,7 +550,7 @@ def _demo(args: argparse.Namespace, extra: list[str]) -> int:
     from forecast.data import describe_splits
 
     if extra:
-        raise ConfigError(f"forecast demo: unexpected arguments {extra}.")
+        raise _unexpected("demo", extra, args.flags)
     rows = []
     models = (("naive", {}), ("seasonal_naive", {}), ("dlinear", {}), ("informer", {}))  # the season: the data's
     # Validation only picks the epoch to keep; a cap makes a quick run quicker, test stays whole.
@@ -637,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--progress", type=_optional_bool, default=None, metavar="{true,false,null}",
                        help="show Lightning's progress bar (default: in interactive use, a terminal or Jupyter, "
                             "unless the CI environment variable is set)")
-    sweep.set_defaults(run=_sweep)
+    sweep.set_defaults(run=_sweep, flags=_flags(sweep))
 
     report = commands.add_parser("report", allow_abbrev=False,
                                  help="Markdown tables of the results next to the published numbers",
@@ -655,13 +666,13 @@ def build_parser() -> argparse.ArgumentParser:
     destination.add_argument("--readme", default=None, metavar="FILE.md",
                              help="rewrite the block between <!-- results:begin --> and <!-- results:end -->")
     destination.add_argument("--output", default=None, metavar="FILE.md", help="write the tables to a file")
-    report.set_defaults(run=_report)
+    report.set_defaults(run=_report, flags=_flags(report))
 
     # Every token (--help included) goes to the typed parser of _splits_parser.
     splits = commands.add_parser("splits", help=SPLITS_HELP, add_help=False, allow_abbrev=False)
     splits.set_defaults(run=_splits)
 
-    demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines",
+    demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines", allow_abbrev=False,
                                description="The default Informer against naive, seasonal_naive (the data's natural "
                                            "cycle) and dlinear, 96 steps in, 24 out, every test window scored.")
     demo.add_argument("--data", default="ETTh1", help="registered dataset name or CSV path (default: ETTh1)")
@@ -671,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--val_batches", type=int, default=None,
                       help="cap on validation batches per epoch (default: all); what the recipe fits on "
                            "the validation windows after training, and the test report, use every window")
-    demo.set_defaults(run=_demo)
+    demo.set_defaults(run=_demo, flags=_flags(demo))
     return parser
 
 

@@ -392,6 +392,15 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and not captured.out
 
 
+@pytest.mark.parametrize(("tokens", "meant"), [(["sweep", "--dryrun"], "--dry_run"),
+                                             (["report", "--ouput", "x.md"], "--output"),
+                                             (["demo", "--dat", "toy.csv"], "--data")])  # an abbreviation ran
+def test_sweep_report_and_demo_offer_the_flag_a_misspelt_one_meant(workdir, capsys, tokens, meant):
+    assert main(tokens) == 2
+    assert f"unexpected arguments ['{tokens[1]}'" in (err := capsys.readouterr().err)
+    assert f"Did you mean '{meant}'?" in err
+
+
 def test_a_fit_of_no_epoch_says_the_weights_are_the_initial_ones(workdir, capsys):
     """max_epochs=0 printed "fitted ...; the best epoch's weights are saved" for weights never trained."""
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "untrained", "--trainer.max_epochs", "0"]) == 0
