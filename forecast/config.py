@@ -417,6 +417,9 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     paths = [path for path in files[:len(paths)] if read_yaml(path, texts[str(path)])]
     tokens = [token for token in tokens
               if not named_file(token) or read_yaml(named_file(token), texts[named_file(token)])]
+    for path in files:
+        _require_section_mappings(read_yaml(path, texts[str(path)]) or {}, str(path))
+    _require_section_mappings(_section_flags(tokens), "<command line>", flag=True)
     model, recipe = _named_model_and_recipe([(path, texts[str(path)]) for path in paths], tokens, texts)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,
@@ -438,6 +441,32 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     given.pop("__path__", None)
     own = {name: given.pop(name) for name in list(given) if name not in (*SECTIONS, *TOP_LEVEL)}
     return RunConfig.from_mapping(given, source), own
+
+
+# The option a section's one word most likely meant (`data: ETTh1`, `model: informer`).
+_SECTION_KEY = {"model": "name", "data": "dataset"}
+
+
+def _section_flags(tokens: Sequence[str]) -> dict[str, str | None]:
+    """The values a command line gives whole sections (``--data X``, ``--data=X``)."""
+    given: dict[str, str | None] = {}
+    for index, token in enumerate(tokens):
+        name, equals, value = token.removeprefix("--").partition("=")
+        if token.startswith("--") and name in SECTIONS:
+            given[name] = value if equals else (tokens[index + 1] if index + 1 < len(tokens) else None)
+    return given
+
+
+def _require_section_mappings(sections: Mapping[str, Any], source: str, flag: bool = False) -> None:
+    """ConfigError for a section given as a word (``data: good.csv``, ``--data good.csv``) rather than a mapping of
+    options or the YAML file of one, which jsonargparse would try to read as that file ("Unable to load config")."""
+    for section in SECTIONS:
+        value = sections.get(section)
+        if isinstance(value, str) and not value.lower().endswith((".yaml", ".yml")):
+            option = _SECTION_KEY.get(section, "<option>")
+            written = f"--{section}.{option} {value}" if flag else f"{section}: {{{option}: {value}}}"
+            raise ConfigError(f"{source}: section {section!r} is {value!r}, not a mapping of options. Fix: write "
+                              f"{written}, or name a YAML file holding the section.")
 
 
 def valid_options_hint(parser: Any, message: str, flag: str = "--{}") -> str:

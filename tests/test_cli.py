@@ -392,6 +392,17 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and not captured.out
 
 
+def test_a_section_given_as_one_word_is_named_with_the_fix(workdir, capsys):
+    """`data: toy.csv` (or --data toy.csv) was read by jsonargparse as a config file: "Unable to load config"."""
+    (workdir / "word.yaml").write_text("model: {name: naive}\ndata: toy.csv\n")
+    assert main(["fit", "--config", "word.yaml"]) == 2
+    assert ("word.yaml: section 'data' is 'toy.csv', not a mapping of options. Fix: write data: {dataset: toy.csv}"
+            in capsys.readouterr().err)
+    assert main(["fit", "--config", "tiny.yaml", "--model=naive"]) == 2
+    assert "section 'model' is 'naive', not a mapping of options. Fix: write --model.name naive" in (
+        capsys.readouterr().err)
+
+
 @pytest.mark.parametrize(("tokens", "meant"), [(["sweep", "--dryrun"], "--dry_run"),
                                              (["report", "--ouput", "x.md"], "--output"),
                                              (["demo", "--dat", "toy.csv"], "--data")])  # an abbreviation ran
