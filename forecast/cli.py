@@ -721,6 +721,12 @@ def with_command_line_flags(message: str, command: str) -> str:
                           if name in {*data_option_names(), *own})
     if prefix is None or not named:
         return message
+    reading = [prefix + name for name in named if name not in own]
+    if command in ("validate", "test", "predict") and reading:
+        # A fitted run reads data with its fit's options: the flags would name another (unfitted) run.
+        options = "is an option" if len(reading) == 1 else "are options"
+        return (f"{message} ({command} reads data as the run's fit did: {', '.join(reading)} {options} of a new "
+                "`forecast fit`; or correct the data.)")
     flags = ", ".join(f"--{name}{own[name]}" if name in own else prefix + name for name in named)
     return f"{message} (On the command line: {flags}.)"
 

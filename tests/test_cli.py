@@ -562,6 +562,10 @@ def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
     fix = "Fix: pass future_covariates=<a long table>."  # a fit's column list, but predict's own CSV flag
     assert with_command_line_flags(fix, "fit").endswith("(On the command line: --data.future_covariates.)")
     assert with_command_line_flags(fix, "predict").endswith("(On the command line: --future_covariates.)")
+    # a fitted run reads data as its fit did: --data.fill_nan on predict named another, unfitted run
+    assert with_command_line_flags("Fix: pass fill_nan='ffill'.", "predict").endswith(
+        "(predict reads data as the run's fit did: --data.fill_nan is an option of a new `forecast fit`; or correct "
+        "the data.)")
     # what a message reports before its fix is no option to pass: a sweep's filters read `--set data.features`
     reported = "no config matches features=['M']. Fix: select from those."
     assert with_command_line_flags(reported, "sweep") == reported
