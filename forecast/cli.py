@@ -168,8 +168,9 @@ def _require_fitted(run_dir: Path, config: RunConfig | None = None) -> Path:
                 "this one before an edit). Fix: `forecast fit` with the same config to fit on the file as it is, "
                 f"or --run_dir with one of those folders and --input {config.dataset} to use that run on it (if "
                 "the edit moved the test split, its test scores are not that run's).")
-    raise ConfigError(f"{run_dir} holds no fitted run. Fix: run `forecast fit` with the same config and "
-                      "overrides first, or pass --run_dir DIR of a fitted run.")
+    state = "holds no fitted run" if run_dir.exists() else "does not exist"
+    raise ConfigError(f"{run_dir} {state}. Fix: run `forecast fit` with the same config and overrides first, or "
+                      "pass --run_dir DIR of a fitted run.")
 
 
 @dataclass(frozen=True)
@@ -470,7 +471,7 @@ def _report(args: argparse.Namespace, extra: list[str]) -> int:
         readme = Path(args.readme)
         if not readme.is_file():
             raise ConfigError(f"{readme} does not exist. Fix: pass the Markdown file holding the result markers.")
-        text = update_block(readme.read_text(), body)
+        text = update_block(readme.read_text(), body, source=str(readme))
         # Whole or not at all: a crash mid-write would truncate the README's own text around the tables.
         write_text_atomically(readme, text)
         print(f"updated the results tables in {readme}")

@@ -417,10 +417,10 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     paths = [path for path in files[:len(paths)] if read_yaml(path, texts[str(path)])]
     tokens = [token for token in tokens
               if not named_file(token) or read_yaml(named_file(token), texts[named_file(token)])]
+    model, recipe = _named_model_and_recipe([(path, texts[str(path)]) for path in paths], tokens, texts)
     for path in files:
         _require_section_mappings(read_yaml(path, texts[str(path)]) or {}, str(path))
     _require_section_mappings(_section_flags(tokens), "<command line>", flag=True)
-    model, recipe = _named_model_and_recipe([(path, texts[str(path)]) for path in paths], tokens, texts)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,
                                add_arguments=add_arguments)

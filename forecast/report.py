@@ -65,7 +65,8 @@ FEATURE_NAMES = {"M": "multivariate", "S": "univariate", "MS": "multivariate in,
 def read_results_dir(results_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """Every row of every ``*.csv`` in ``results_dir`` (an empty frame with the columns if none)."""
     if not Path(results_dir).is_dir():  # a mistyped folder would render a report of nothing run
-        raise ConfigError(f"results folder {results_dir} does not exist. Fix: pass --results_dir DIR, the folder "
+        what = "is a file, not a folder" if Path(results_dir).exists() else "does not exist"
+        raise ConfigError(f"results folder {results_dir} {what}. Fix: pass --results_dir DIR, the folder "
                           "forecast sweep wrote its rows to.")
     paths = sorted(Path(results_dir).glob("*.csv"))
     frames = [read_results_file(path, fix=", or pass --results_dir DIR, the folder forecast sweep wrote its rows to")
@@ -92,7 +93,9 @@ def read_published(path: str | os.PathLike[str]) -> pd.DataFrame:
     frame = pd.read_csv(path, dtype={"dataset": str, "features": str, "model": str, "source": str})
     missing = [column for column in PUBLISHED_COLUMNS if column not in frame.columns]
     if missing:
-        raise DataError(f"{path} lacks the columns {missing}; it needs {list(PUBLISHED_COLUMNS)}.")
+        raise DataError(f"{path} lacks the column(s) {missing} of a published numbers file (its columns: "
+                        f"{list(frame.columns)}; those needed: {list(PUBLISHED_COLUMNS)}). Fix: pass --published PATH "
+                        "of such a file.")
     for column in PUBLISHED_WINDOW:
         frame[column] = pd.to_numeric(frame[column], errors="raise") if column in frame else float("nan")
     if (frame["seq_len"].isna() != frame["label_len"].isna()).any():
@@ -358,9 +361,10 @@ def render_report(results_dir: str | os.PathLike[str], configs_dir: str | os.Pat
     ])
 
 
-def update_block(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:
-    """``text`` with the part between the ``begin`` and ``end`` markers replaced by ``body``."""
+def update_block(text: str, body: str, begin: str = BEGIN, end: str = END, *, source: str = "the text") -> str:
+    """``text`` (of file ``source``) with the part between the ``begin`` and ``end`` markers replaced by ``body``."""
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if pattern.search(text) is None:
-        raise ConfigError(f"the markers {begin} ... {end} are missing. Fix: add them where the tables belong.")
+        raise ConfigError(f"{source}: the markers {begin} ... {end} are missing. Fix: add them where the tables "
+                          "belong.")
     return pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text)

@@ -150,7 +150,7 @@ def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(w
     capsys.readouterr()
     for args, fix in ((["predict", "--run_dir", "toy", "--model.d_model", "8"], "valid options are ['--run_dir', "
                                                                                   "'--output'"),
-                      (["test", "--run_dir", "nothing"], "nothing holds no fitted run"),
+                      (["test", "--run_dir", "nothing"], "nothing does not exist. Fix: run `forecast fit`"),
                       (["predict", "--run_dir", "toy", "--print_config"], "the config.json of its --run_dir folder"),
                       (["test", "--config", "toy/config.json"], "is what a fitted run saved, not a run config. Fix: "
                                                                  "--run_dir toy"),

@@ -502,6 +502,15 @@ def test_report_of_a_project_without_published_figures(tmp_path, monkeypatch, ca
     assert render_report("results", "configs") == printed.removesuffix("\n")
     assert main(["report", "--published", "papers.csv"]) == 2
     assert "published numbers file papers.csv does not exist. Fix: pass --published PATH" in capsys.readouterr().err
+    # a file for a folder, another CSV for the published figures, a README without markers: each named
+    assert main(["report", "--results_dir", "results/toy.csv"]) == 2
+    assert "results folder results/toy.csv is a file, not a folder" in capsys.readouterr().err
+    assert main(["report", "--published", "results/toy.csv"]) == 2
+    assert "results/toy.csv lacks the column(s) ['published_as', 'source'] of a published numbers file" in (
+        capsys.readouterr().err)
+    (tmp_path / "notes.md").write_text("no markers\n")
+    assert main(["report", "--readme", "notes.md"]) == 2
+    assert "notes.md: the markers" in capsys.readouterr().err
     (tmp_path / "published.csv").write_text("dataset,features,pred_len,model,published_as,mse,mae,source\n"
                                             "toy,M,6,naive,Repeat,0.577,0.549,a paper\n")
     assert main(["report"]) == 0  # published.csv in the folder, the default, is still read
