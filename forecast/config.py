@@ -136,6 +136,22 @@ class _Yaml12Loader(yaml.SafeLoader):
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A mapping whose keys are unique: YAML would keep the last of two alike (``name: naive`` then ``name:
+        dlinear``) and say nothing."""
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    f"in the mapping starting at line {node.start_mark.line + 1}", node.start_mark,
+                    f"key {key!r} appears twice (lines {seen[key].line + 1} and {key_node.start_mark.line + 1}), and "
+                    "only the second would be read. Fix: keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         text = str(self.construct_scalar(node)).replace("_", "")
         base = {"0x": 16, "0o": 8}.get(text[:2], 10)

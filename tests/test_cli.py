@@ -852,6 +852,15 @@ def test_values_are_checked_by_the_typed_configs():
         RunConfig.from_mapping(changed(TINY, "data.label_len", 64)).forecaster()
 
 
+def test_a_key_written_twice_in_yaml_is_refused_naming_both_lines(tmp_path):
+    """`name: naive` then `name: dlinear` trained dlinear and said nothing."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("model:\n  name: naive\n  name: dlinear\ndata: {dataset: toy.csv}\n")
+    with pytest.raises(ConfigError, match=r"(?s)twice.yaml is not valid YAML.*key 'name' appears twice \(lines 2 and 3\), "
+                                          r"and only the second would be read"):
+        load_config(path)
+
+
 def test_yaml_is_read_safely(tmp_path):
     marker = tmp_path / "executed"
     hostile = tmp_path / "hostile.yaml"

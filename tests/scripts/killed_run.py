@@ -120,6 +120,9 @@ def main() -> None:
         parser.error(f"unrecognized arguments: {rest}")
     args.rest = rest
     args.kill_signal = signal.Signals[f"SIG{args.signal}"]
+    # A suite started in the background (`pytest ... &` in a script) hands its children SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt for it: Ctrl-C is what a terminal sends a foreground command.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args.run(args)
 
 
