@@ -451,6 +451,10 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
         # The command's own spelling: `forecast fit --help` lists the options, not how another command sets them.
         fix = (f"see `{prog} --help` for every option and its type" if flag == "--{}" else
                f"{flag.format('section.key')} with an option and a value of its type, as `{prog} --help` lists them")
+        listed = re.search(r'Parser key "([\w.]+)": Does not validate against any of the Union subtypes Subtypes: '
+                           r'\[(?:list|tuple)\[.*Given value: (.*)$', message)
+        if listed:  # a list option given one bare value: jsonargparse's Union report names no fix
+            fix = f"give a list, as {flag.format(listed[1])} '[{listed[2]}]'"
         raise ConfigError(f"{source}: {message}.{valid_options_hint(parser, message, flag)} Fix: {fix}.") from None
     given = _plain(given)
     given.pop("config", None)

@@ -532,6 +532,9 @@ def test_bad_options_fail_with_the_fix_and_no_traceback(workdir, capsys):
     assert "Did you mean --trainer.max_epochs?" in err and "no config given" not in err
     assert main(["fit", "--model.name", "dlinear", "--data.seq_len", "32"]) == 2
     assert "data.dataset is not given. Fix: name a registered dataset" in capsys.readouterr().err
+    # a list option given one bare value: jsonargparse's report of Union subtypes named no fix
+    assert main(["fit", "--config", "tiny.yaml", "--quantiles", "0.9"]) == 2
+    assert "Fix: give a list, as --quantiles '[0.9]'." in capsys.readouterr().err
     # another model named over a config's: its options were offered a misspelling (--trainer.compile_model)
     assert main(["fit", "--config", "tiny.yaml", "--model.name", "dlinear"]) == 2
     err = capsys.readouterr().err
