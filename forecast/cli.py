@@ -673,7 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
     splits = commands.add_parser("splits", help=SPLITS_HELP, add_help=False, allow_abbrev=False)
     splits.set_defaults(run=_splits)
 
-    demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines", allow_abbrev=False,
+    demo = commands.add_parser("demo", help="train the default Informer on ETTh1 against baselines",
+                               allow_abbrev=False,
                                description="The default Informer against naive, seasonal_naive (the data's natural "
                                            "cycle) and dlinear, 96 steps in, 24 out, every test window scored.")
     demo.add_argument("--data", default="ETTh1", help="registered dataset name or CSV path (default: ETTh1)")

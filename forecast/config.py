@@ -482,7 +482,9 @@ def _require_section_mappings(sections: Mapping[str, Any], source: str, flag: bo
     options or the YAML file of one, which jsonargparse would try to read as that file ("Unable to load config")."""
     for section in SECTIONS:
         value = sections.get(section)
-        if isinstance(value, str) and not value.lower().endswith((".yaml", ".yml")):
+        # a section's own file (--data <(...) is a pipe), never the data's CSV
+        if isinstance(value, str) and not (value.lower().endswith((".yaml", ".yml"))
+                                           or (Path(value).exists() and Path(value).suffix.lower() != ".csv")):
             option = _SECTION_KEY.get(section, "<option>")
             written = f"--{section}.{option} {value}" if flag else f"{section}: {{{option}: {value}}}"
             raise ConfigError(f"{source}: section {section!r} is {value!r}, not a mapping of options. Fix: write "

@@ -134,8 +134,8 @@ class ForecastModule(L.LightningModule):
     @quantile_levels.setter
     def quantile_levels(self, levels: Sequence[float]) -> None:
         self._quantile_levels = tuple(levels)
-        self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator() for scale in ("standardized",
-                                                                                             "original")})
+        self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator()
+                                             for scale in ("standardized", "original")})
 
     def quantile_accumulator(self, **shape: int) -> ProbabilisticAccumulator:
         """An empty accumulator of the rho-risks and coverages the test scores (``shape``: ``horizon``,
@@ -180,7 +180,8 @@ class ForecastModule(L.LightningModule):
         shape = dict(horizon=fitted.pred_len, n_variables=fitted.c_out)
         self.test_errors = nn.ModuleDict({
             scale: MetricAccumulator(metric.zeros, metric.eps, **shape) for scale, metric in self.test_errors.items()})
-        self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator(**shape) for scale in self.test_quantiles})
+        self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator(**shape)
+                                             for scale in self.test_quantiles})
 
     # -- training ----------------------------------------------------------------------------
 

@@ -82,7 +82,6 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
                     n_time_features=4, season=1)
 
 
-
 def _refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
     """ConfigError for levels other than the default asked of a model that forecasts points: predict adds quantile
     columns for probabilistic models only, so they would be ignored."""

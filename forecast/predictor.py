@@ -447,8 +447,8 @@ class Predictor:
     """A fitted model (in its :class:`~forecast.module.ForecastModule`) with its :class:`FittedState`.
 
     ``config`` is the JSON configuration that built it (:attr:`Forecaster.config
-    <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of
-    ``predict``'s quantile columns, and those ``evaluate`` scores. ``datamodule`` holds the data it was fitted on (``None`` after
+    <forecast.Forecaster.config>`), saved with it; ``quantile_levels`` are the levels of ``predict``'s quantile
+    columns, and those ``evaluate`` scores. ``datamodule`` holds the data it was fitted on (``None`` after
     :meth:`load`): ``predict()``, ``plot()`` and ``attention_weights()`` without data read it. ``data_file``
     records the CSV file it was fitted on (:class:`DataFile`; ``None`` for other data), saved with it.
     """

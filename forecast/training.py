@@ -166,6 +166,10 @@ class ConstantsKeptEMA(EMAWeightAveraging):
     model forecast other digits than its weights saved and loaded. (Lightning's swap and copy are private
     methods; the pinned version's are wrapped.)"""
 
+    @property
+    def state_key(self) -> str:
+        return EMAWeightAveraging.__qualname__  # the key its checkpoints were written under: they resume alike
+
     def _swap_models(self, pl_module: L.LightningModule) -> None:
         constants = _constant_buffers(pl_module)
         super()._swap_models(pl_module)
