@@ -458,7 +458,9 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
         raise ConfigError(f"{source}: {message}.{valid_options_hint(parser, message, flag)} Fix: {fix}.") from None
     given = _plain(given)
     given.pop("config", None)
-    given.pop("__path__", None)
+    for block in (given, *(given.get(section) for section in SECTIONS)):  # where a file was read (--data FILE)
+        if isinstance(block, dict):
+            block.pop("__path__", None)
     own = {name: given.pop(name) for name in list(given) if name not in (*SECTIONS, *TOP_LEVEL)}
     return RunConfig.from_mapping(given, source), own
 

@@ -403,6 +403,14 @@ def test_a_section_given_as_one_word_is_named_with_the_fix(workdir, capsys):
         capsys.readouterr().err)
 
 
+def test_a_section_from_its_own_yaml_file_is_read_as_written(workdir):
+    """`--data data.yaml` (the help's --data CONFIG) was refused: "unknown data option(s) ['__path__']"."""
+    (workdir / "data.yaml").write_text(f"dataset: toy.csv\nseq_len: {SEQ_LEN}\nlabel_len: {LABEL_LEN}\n"
+                                       f"pred_len: {PRED_LEN}\n")
+    config = load_config([], ["--model.name", "naive", "--data", "data.yaml"])
+    assert config.dataset == "toy.csv" and config.data["seq_len"] == SEQ_LEN and "__path__" not in config.data
+
+
 @pytest.mark.parametrize(("tokens", "meant"), [(["sweep", "--dryrun"], "--dry_run"),
                                              (["report", "--ouput", "x.md"], "--output"),
                                              (["demo", "--dat", "toy.csv"], "--data")])  # an abbreviation ran
