@@ -528,11 +528,15 @@ def test_timestamps_without_the_fitted_zone_are_refused_with_the_fix(zone, examp
 
 
 @pytest.mark.parametrize("policy", ["ffill", "interpolate", "zero"])
-def test_fill_policies_match_pandas(policy):
+def test_fill_policies_match_pandas(policy, caplog):
     frame = make_frame(n=12)
     frame.loc[[0, 4, 5], "a"] = np.nan
     frame.loc[7, "OT"] = np.inf
-    series = prepare_series(frame, fill_nan=policy)
+    with caplog.at_level(logging.INFO, logger="forecast"):
+        series = prepare_series(frame, fill_nan=policy)
+    # row 0 has no earlier value: ffill and interpolate copy the first one back, which said nothing
+    leading = ", 1 of them before their column's first value, filled with that value" if policy != "zero" else ""
+    assert f"filled 4 non-finite values with policy {policy!r}{leading}." in caplog.text
     expected_input = frame[["a", "b", "OT"]].replace([np.inf, -np.inf], np.nan)
     expected = {
         "ffill": expected_input.ffill().bfill(),

@@ -1006,7 +1006,11 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin,
         filled = missing.interpolate(method="linear", limit_direction="both")
     else:
         filled = missing.fillna(0.0)
-    logger.info("%s: filled %d non-finite values with policy %r.", origin.label, (~finite).sum(), fill_nan)
+    leading = int((~np.maximum.accumulate(finite, axis=0)).sum())  # before a column's first finite value
+    # ffill and interpolate have no earlier value there: the first one is copied back, which the log says.
+    before = (f", {leading} of them before their column's first value, filled with that value"
+              if leading and fill_nan != "zero" else "")
+    logger.info("%s: filled %d non-finite values with policy %r%s.", origin.label, (~finite).sum(), fill_nan, before)
     return filled
 
 
