@@ -122,6 +122,8 @@ BAD_INPUT = [
      UnknownColumnError, ["columns=[' a'] not in the table", "The table spells ' a' as 'a'."]),
     ("a date column spelt in another case", make_frame, {"date_column": "Date"},
      MissingDateColumnError, ["no date column 'Date'", "The table spells 'Date' as 'date'."]),
+    ("a number for a header's digits", lambda: make_frame().rename(columns={"a": "1"}), {"columns": [1]},
+     UnknownColumnError, ["The table spells 1 as '1' (text: quote it in YAML and on the command line)."]),
 ]
 
 

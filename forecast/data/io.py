@@ -734,9 +734,13 @@ def spelt_alike(names: Sequence[Hashable], columns: Sequence[Hashable]) -> str:
     def key(name: Hashable) -> str:
         return str(name).strip().lower()
 
+    def quote(name: Hashable, column: Hashable) -> str:  # a config's unquoted 1 is a number, the header's '1' text
+        return " (text: quote it in YAML and on the command line)" if isinstance(column, str) and not isinstance(
+            name, str) else ""
+
     alike = [(name, column) for name in names for column in columns
              if name not in columns and key(column) == key(name)]
-    return "".join(f" The table spells {name!r} as {column!r}." for name, column in alike)
+    return "".join(f" The table spells {name!r} as {column!r}{quote(name, column)}." for name, column in alike)
 
 
 def _step_faults(dates: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
