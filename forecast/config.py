@@ -352,16 +352,15 @@ def snake_case_flag(token: str) -> str:
     return f"--{name.replace('-', '_')}{equals}{value}"
 
 
-def _named_model_and_recipe(files: Sequence[tuple[Path, str]], tokens: Sequence[str], texts: Mapping[str, str]
-                            ) -> tuple[str, str]:
-    """The model and the recipe the files and then the tokens (``--config FILE`` included) name last,
-    default ``informer`` and :data:`~forecast.recipes.DEFAULT_RECIPE`: the parser offers that model's
-    options, with the defaults that recipe gives them."""
+def _named_model_and_recipe(files: Sequence[tuple[Path, dict[str, Any]]], tokens: Sequence[str],
+                            documents: Mapping[str, dict[str, Any]]) -> tuple[str, str]:
+    """The model and the recipe the files (each with its parsed YAML) and then the tokens (``--config FILE``
+    included, found in ``documents``) name last, default ``informer`` and :data:`~forecast.recipes.DEFAULT_RECIPE`:
+    the parser offers that model's options, with the defaults that recipe gives them."""
     name, recipe = "informer", DEFAULT_RECIPE
 
-    def from_file(path: str | os.PathLike[str], text: str) -> None:
+    def from_file(path: str | os.PathLike[str], content: dict[str, Any]) -> None:
         nonlocal name, recipe
-        content = read_yaml(path, text)
         if content.get("format") == "forecast.Forecaster":
             raise ConfigError(f"{path} is what a fitted run saved, not a run config. Fix: --run_dir "
                               f"{Path(path).parent} to validate, test or predict from that run; or --config "
@@ -372,14 +371,14 @@ def _named_model_and_recipe(files: Sequence[tuple[Path, str]], tokens: Sequence[
         if isinstance(content.get("recipe"), str):
             recipe = content["recipe"]
 
-    for path, text in files:
-        from_file(path, text)
+    for path, content in files:
+        from_file(path, content)
     for index, token in enumerate(tokens):
         flag, equals, value = token.partition("=")
         if not equals:
             value = tokens[index + 1] if index + 1 < len(tokens) else ""
         if flag == "--config" and value:
-            from_file(value, texts[value])
+            from_file(value, documents[value])
         elif flag == "--model.name" and value:
             name = value
         elif flag == "--recipe" and value:
@@ -429,13 +428,13 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     source = ", ".join(map(str, files)) + (" and the command line" if files and flags else "") or "<command line>"
     # Each file read once, its text handed on: `--config <(...)` is a pipe, empty when read a second time.
     texts = {str(path): read_config_text(path) for path in files}
+    documents = {str(path): read_yaml(path, texts[str(path)]) for path in files}  # each parsed once too
     # A file holding no YAML document (empty, or comments only) sets nothing: jsonargparse would refuse it.
-    paths = [path for path in files[:len(paths)] if read_yaml(path, texts[str(path)])]
-    tokens = [token for token in tokens
-              if not named_file(token) or read_yaml(named_file(token), texts[named_file(token)])]
-    model, recipe = _named_model_and_recipe([(path, texts[str(path)]) for path in paths], tokens, texts)
+    paths = [path for path in files[:len(paths)] if documents[str(path)]]
+    tokens = [token for token in tokens if not named_file(token) or documents[named_file(token)]]
+    model, recipe = _named_model_and_recipe([(path, documents[str(path)]) for path in paths], tokens, documents)
     for path in files:
-        _require_section_mappings(read_yaml(path, texts[str(path)]) or {}, str(path))
+        _require_section_mappings(documents[str(path)], str(path))
     _require_section_mappings(_section_flags(tokens), "<command line>", flag=True)
     try:
         parser = config_parser(model, recipe=recipe, prog=prog, description=description,
