@@ -32,9 +32,10 @@ def test_point_forecast_is_the_value_one_or_more_seasons_back():
 def test_samples_add_bootstrapped_seasonal_differences_season_after_season():
     s, m = spec(seq_len=20, pred_len=10, c_in=1, c_out=1), 4
     model = build_model("seasonal_naive", s, season_length=m)
-    x = torch.arange(20.0).pow(2).view(1, 20, 1)  # distinct seasonal differences: 8t + 16 for t = 4..19
+    x = torch.arange(20.0).pow(2).view(1, 20, 1)  # distinct seasonal differences: 8t - 16 for t = 4..19
     paths = model.sample(x, None, None, 300, torch.Generator().manual_seed(1))  # [S, 1, P, 1]
-    differences = set((x[0, m:, 0] - x[0, :-m, 0]).tolist())
+    raw = x[0, m:, 0] - x[0, :-m, 0]
+    differences = set((raw - raw.mean()).tolist())  # centred: 8t - 16 less their mean, 8 * 11.5 - 16
     first = paths[:, 0, :m, 0] - x[0, -m:, 0]  # one innovation per step of the first season
     assert set(first.flatten().tolist()) <= differences
     second = paths[:, 0, m : 2 * m, 0] - paths[:, 0, :m, 0]  # the next season adds a fresh innovation
@@ -42,6 +43,21 @@ def test_samples_add_bootstrapped_seasonal_differences_season_after_season():
     assert len(set(first.flatten().tolist())) > len(differences) // 2  # the whole pool is drawn from
     later = paths[:, 0, :, 0].var(dim=0)
     assert later[2 * m :].mean() > later[:m].mean()  # uncertainty grows with the seasons ahead
+
+
+def test_samples_of_a_trending_window_spread_around_the_point_forecast():
+    """A window that trends has seasonal differences of one sign; drawn as they are, every path would carry the
+    slope and the point forecast (which has none) would fall outside its own 10-90% band."""
+    s, m = spec(seq_len=96, pred_len=48, c_in=1, c_out=1), 12
+    model = build_model("seasonal_naive", s, season_length=m)
+    t = torch.arange(96.0)
+    noise = 0.1 * torch.randn(96, generator=torch.Generator().manual_seed(0))
+    x = (0.5 * t + torch.sin(2 * torch.pi * t / m) + noise).view(1, 96, 1)  # each season 6 above the last
+    paths = model.sample(x, None, None, 2000, torch.Generator().manual_seed(2))  # [S, 1, P, 1]
+    point = model(x, None, None)  # [1, P, 1]
+    low, high = torch.quantile(paths, torch.tensor([0.1, 0.9]), dim=0)  # [2, 1, P, 1] -> [1, P, 1] each
+    assert bool(((low <= point) & (point <= high)).all())
+    torch.testing.assert_close(paths.mean(dim=0), point, rtol=0, atol=0.05)
 
 
 def test_samples_are_reproducible_with_a_generator():

@@ -51,7 +51,10 @@ class SeasonalNaive(ForecastModel):
     paths of the seasonal random walk ``y[t] = y[t - m] + e[t]`` whose innovations ``e``
     are bootstrapped from the window's own seasonal differences ``y[t] - y[t - m]``
     (``L - m`` of them per window and variable), so steps more than one season ahead
-    widen as they should. Parameter-free; ``m`` is ``config.season_length``. A window of
+    widen as they should. The differences are centred first, as R's ``forecast`` package
+    centres residuals before it bootstraps them: the walk has no drift, so its paths
+    spread around the point forecast instead of carrying a trending window's slope past
+    it. Parameter-free; ``m`` is ``config.season_length``. A window of
     exactly one season (``L == m``, a day of 15-minute data at input 96) has no seasonal
     difference to bootstrap: the model then forecasts points only (``probabilistic`` is False).
     """
@@ -108,6 +111,7 @@ class SeasonalNaive(ForecastModel):
         m = self.season_length
         batch, length, channels = values.shape
         differences = values[:, m:] - values[:, :-m]  # [B, L - m, C_out]
+        differences = differences - differences.mean(dim=1, keepdim=True)
         seasons = math.ceil(self.spec.pred_len / m)
         drawn = torch.randint(length - m, (n_samples, batch, seasons * m, channels), generator=generator,
                               device=values.device)  # [S, B, K*m, C_out] indices into L - m
