@@ -599,19 +599,12 @@ def _config_command(commands: argparse._SubParsersAction, name: str, run: Comman
     parser.set_defaults(run=run_or_print)
 
 
-def _terminal_text(docstring: str) -> str:
-    """``docstring`` as ``--help`` prints it: a Sphinx role as the name Sphinx shows (``:class:`~a.B``` as ``B``)
-    and double backticks as single ones."""
-    named = re.sub(r":\w+:`(~?)([^`]+)`",
-                   lambda match: f"`{match.group(2).rpartition('.')[2] if match.group(1) else match.group(2)}`",
-                   docstring)
-    return named.replace("``", "`")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The console script's parser. One flag style throughout: ``--snake_case`` (Lightning's and
     jsonargparse's); :func:`main` reads a dashed spelling (``--dry-run``) as that flag."""
-    parser = argparse.ArgumentParser(prog="forecast", description=_terminal_text(__doc__), allow_abbrev=False,
+    from forecast.config import terminal_text
+
+    parser = argparse.ArgumentParser(prog="forecast", description=terminal_text(__doc__), allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -290,17 +290,65 @@ def config_parser(model: str = "informer", *, recipe: str = DEFAULT_RECIPE, prog
     parser.add_argument("--data.dataset", type=str | None, default=None,
                         help=f"a registered dataset {list(registry.names())} or a CSV path")
     add_data_arguments(parser, "data")
+    import lightning as L
+
+    from forecast.training import TrainingConfig
+
+    descriptions = _descriptions(TrainingConfig, L.Trainer.__init__)
     for name, annotation, default in _trainer_arguments():
         try:
-            parser.add_argument(f"--trainer.{name}", type=annotation, default=default)
+            parser.add_argument(f"--trainer.{name}", type=annotation, default=default, help=descriptions.get(name))
         except (ValueError, TypeError):  # an annotation the parser cannot check: taken as written
-            parser.add_argument(f"--trainer.{name}", type=Any, default=default)
+            parser.add_argument(f"--trainer.{name}", type=Any, default=default, help=descriptions.get(name))
     for name, (annotation, default, help_text) in _TOP_LEVEL_TYPES.items():
         parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
     _set_recipe_defaults(parser, model, recipe)
     if add_arguments is not None:
         add_arguments(parser)
+    _readable_help(parser, "data")
     return parser
+
+
+def _descriptions(*documented: Any) -> dict[str, str]:
+    """Each option's description in the docstrings of ``documented`` (their attribute and argument sections), the
+    first one found winning, on one line."""
+    import docstring_parser
+
+    found: dict[str, str] = {}
+    for each in documented:
+        for param in docstring_parser.parse(each.__doc__ or "").params:
+            if param.description:
+                found.setdefault(param.arg_name, " ".join(param.description.split()))
+    return found
+
+
+def _readable_help(parser: Any, nested_key: str | None) -> None:
+    """``--help`` as a terminal shows it: docstring markup as plain text (:func:`terminal_text`), and no
+    ``--data.<option>.help`` (jsonargparse's help of the subclasses of ``Hashable`` or of the split's date types,
+    which says nothing of the option)."""
+    import argparse
+
+    from forecast.data import DataConfig
+
+    prefix = f"{nested_key}." if nested_key else ""
+    data_help = {f"{prefix}{field.name}.help" for field in dataclasses.fields(DataConfig)}
+    for action in parser._actions:
+        if type(action).__name__ == "_ActionHelpClassPath" and action.dest in data_help:
+            action.help = argparse.SUPPRESS
+        elif action.help and action.help is not argparse.SUPPRESS:
+            action.help = terminal_text(action.help)
+    for group in parser._action_groups:  # a section's title is its dataclass's summary line
+        group.title = group.title and terminal_text(group.title)
+        group.description = group.description and terminal_text(group.description)
+
+
+def terminal_text(docstring: str) -> str:
+    """``docstring`` as ``--help`` prints it: a Sphinx role as the name Sphinx shows (``:class:`~a.B``` as ``B``)
+    and double backticks as single ones."""
+    named = re.sub(r":\w+:`(~?)([^`]+)`",
+                   lambda match: f"`{match.group(2).rpartition('.')[2] if match.group(1) else match.group(2)}`",
+                   docstring)
+    return named.replace("``", "`")
 
 
 def recipe_defaults(model: str, recipe: str) -> dict[str, Any]:
@@ -323,7 +371,7 @@ def _set_recipe_defaults(parser: Any, model: str, recipe: str) -> None:
     for name, value in defaults.items():
         action = actions[name]
         note = f"recipe {recipe!r} sets it (the option's own default: {action.default!r})".replace("%", "%%")
-        action.help = f"{action.help}; {note}" if action.help else note
+        action.help = f"{action.help.rstrip('.')}; {note}" if action.help else note
     if defaults:
         parser.set_defaults(defaults)
 
@@ -337,10 +385,13 @@ def add_data_arguments(parser: Any, nested_key: str | None = "data", *, skip: It
 
     skip = set(skip)
     prefix = f"{nested_key}." if nested_key else ""
+    descriptions = _descriptions(DataConfig)
     for name in _WINDOW[:3]:
         if name not in skip:
-            parser.add_argument(f"--{prefix}{name}", type=int, default=_WINDOW_DEFAULTS[name])
+            parser.add_argument(f"--{prefix}{name}", type=int, default=_WINDOW_DEFAULTS[name],
+                                help=descriptions[name])
     parser.add_class_arguments(DataConfig, nested_key, skip={"seed", "test_split", *_WINDOW[:3], *skip})
+    _readable_help(parser, nested_key)
 
 
 def snake_case_flag(token: str) -> str:

@@ -54,31 +54,50 @@ log = logging.getLogger(__name__)
 class TrainingConfig:
     """How to train: optimisation, schedule, stopping, hardware. Not part of any model.
 
-    ``strategy``/``num_nodes``/``devices`` go to the Lightning Trainer (``strategy="ddp"``
-    trains on several processes; see docs/scaling.md). ``checkpoint_every_minutes`` and
-    ``checkpoint_every_n_steps`` add a ``last.ckpt`` every that many minutes of training or
-    optimizer steps to the per-epoch checkpoints (with a ``run_dir``), so a run killed
-    during a long epoch resumes close to where it died. Minutes bound the loss on any
-    machine; a step count does not (100 steps at ETTh1 ``S`` 720/168/24 take 34-50 minutes
-    on two CPU cores, and a small fraction of that on a GPU).
-    ``precision="bf16-mixed"`` trains under bf16 autocast and ``compile_model`` compiles
-    the model's forward with ``torch.compile``; benchmarks/README.md measures both
-    (bf16 pays on CPUs with avx512_bf16; on one without bf16 instructions it is several times slower,
-    and the Trainer warns; compiling pays only for long LogSparse runs).
-    ``ema_decay``: keep an exponential moving average of the weights, updated after every
-    optimizer step (Lightning's ``EMAWeightAveraging``): validation, early stopping, the best
-    checkpoint and the weights kept are the average's.
-    ``calibrate_correction``: after training, a model that can (``model.correctable``: RevIN on)
-    fits how much of its network's correction to the window's centre to keep, by least squares on
-    the validation windows (:meth:`~forecast.models.base.ForecastModel.fit_correction_weight`);
-    with ``correction_significance`` (e.g. 0.05) it keeps that share only when the whole forecast beats
-    the centre there by a one-sided Diebold-Mariano test at that level, and none otherwise; where the
-    validation windows are one stretch (no more of them than the horizon's steps) the test is made on
-    the longest prefix of the horizon that the validation period holds twice
-    (:meth:`~forecast.data.WindowDataModule.val_prefix_dataloader`). Without ``calibrate_correction``
-    nothing is fitted and nothing is tested, so a recipe's level can stay.
-    ``calibrate_scale``: then a model that can (``model.calibratable``) fits its predictive scale
-    on them. Both are :func:`calibrate_on_validation`; the ``improved`` recipe turns both on.
+    ``calibrate_correction`` and ``calibrate_scale`` are :func:`calibrate_on_validation`; the
+    ``improved`` recipe turns both on. ``precision="bf16-mixed"`` and ``compile_model`` are measured in
+    benchmarks/README.md: bf16 pays on CPUs with avx512_bf16 (on one without bf16 instructions it is
+    several times slower, and the Trainer warns); compiling pays only for long LogSparse runs.
+
+    Attributes:
+        max_epochs: the most epochs to train (0: keep the initial weights).
+        patience: stop after this many epochs without a lower validation loss.
+        batch_size: training windows per batch.
+        learning_rate: Adam's initial learning rate.
+        lr_schedule: ``halve`` (Informer's: x0.5 after every epoch), ``cosine`` over ``max_epochs``,
+            or ``none``.
+        loss: the training and validation loss on the standardized scale: ``mse``, ``mae`` or
+            ``huber`` (a model with its own likelihood trains on that, and validates on this).
+        weight_decay: Adam's L2 penalty.
+        seed: seeds Python, numpy and torch and the loader's shuffling.
+        num_workers: DataLoader worker processes.
+        accelerator: Lightning's accelerator (``auto``, ``cpu``, ``gpu``).
+        devices: Lightning's devices (``auto``, a count, or a list of indices).
+        strategy: Lightning's strategy (``ddp`` trains on several processes; docs/scaling.md).
+        num_nodes: machines to train on, with a distributed strategy.
+        precision: Lightning's precision (``bf16-mixed``: bf16 autocast). None: fp32.
+        limit_train_batches: training batches per epoch: a count, or a fraction of them. None: all.
+        checkpoint_every_n_steps: also write ``last.ckpt`` every that many optimizer steps (with a run
+            folder), so a run killed during a long epoch resumes close to where it died.
+        checkpoint_every_minutes: also write ``last.ckpt`` every that many minutes of training.
+            Minutes bound the loss on any machine; a step count does not (100 steps at ETTh1 ``S``
+            720/168/24 take 34-50 minutes on two CPU cores, and a small fraction of that on a GPU).
+        compile_model: compile the model's forward with ``torch.compile``.
+        calibrate_scale: after training, fit the predictive scale of a model that can
+            (``model.calibratable``) on the validation windows, so its 80% interval covers 80% there.
+        calibrate_correction: after training, fit by least squares on the validation windows how
+            much of the network's correction to the window's centre to keep (``model.correctable``:
+            RevIN on; :meth:`~forecast.models.base.ForecastModel.fit_correction_weight`). Off: nothing
+            is fitted or tested.
+        correction_significance: keep that share only where the whole forecast beats the centre on
+            the validation windows by a one-sided Diebold-Mariano test at this level (e.g. 0.05), and
+            none otherwise; where the validation windows are one stretch (no more of them than the
+            horizon's steps) the test is made on the longest prefix of the horizon that the validation
+            period holds twice. None: keep the share untested.
+        ema_decay: keep an exponential moving average of the weights, updated after every optimizer
+            step (Lightning's ``EMAWeightAveraging``): validation, early stopping, the best checkpoint
+            and the weights kept are the average's. None: no averaging.
+        extra_trainer_options: other ``lightning.Trainer`` arguments, passed on as given.
     """
 
     max_epochs: int = 6

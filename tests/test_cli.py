@@ -738,11 +738,33 @@ def test_fit_help_lists_every_option_with_its_type(capsys):
                    "--data.split",
                    "--trainer.max_epochs", "--trainer.learning_rate", "--trainer.limit_val_batches", "--seed"):
         assert option in out, option
-    assert "(type: int, default: 64)" in out  # Informer's d_model under the default recipe, improved
+    entries = help_defaults(out)
+    assert entries["--model.d_model"].endswith("(type: int, default: 64)")  # Informer's under the improved recipe
     with pytest.raises(SystemExit):
         main(["fit", "--model.name", "dlinear", "--help"])
     out = capsys.readouterr().out
     assert "--model.kernel_size" in out and "--model.d_model D_MODEL" not in out  # the named model's options
+
+
+def test_help_describes_each_option_in_plain_text(capsys):
+    """Each option's description comes from its dataclass's docstring (the trainer's Lightning arguments from
+    Lightning's), without docstring markup and without jsonargparse's help of Hashable's subclasses."""
+    with pytest.raises(SystemExit):
+        main(["fit", "--model.name", "logsparse", "--help"])
+    out = capsys.readouterr().out
+    entries = help_defaults(out)
+    for option, words in [("--model.qk_kernel_size", "the causal convolution's kernel"),
+                          ("--model.head", "gaussian"), ("--data.seq_len", "the lookback"),
+                          ("--data.split", "three fractions"), ("--data.fill_nan", "interpolate"),
+                          ("--trainer.patience", "without a lower validation loss"),
+                          ("--trainer.gradient_clip_val", "gradient clipping"), ("--seed", "seeds")]:
+        assert words in entries[option].lower() or words in entries[option], (option, entries[option])
+    assert "``" not in out and ":class:" not in out and ":func:" not in out
+    assert "subclass of Hashable" not in out and "--data.target.help" not in out
+    with pytest.raises(SystemExit):
+        main(["splits", "--help"])
+    entries = help_defaults(capsys.readouterr().out)
+    assert "the horizon" in entries["--pred_len"] and "--target.help" not in entries
 
 
 def help_defaults(out: str) -> dict[str, str]:

@@ -16,27 +16,53 @@ from forecast.errors import ConfigError
 class DataConfig:
     """Window sizes, variable choice, validation policies and loader settings.
 
-    ``seq_len`` L (lookback), ``label_len`` (decoder start tokens, ``<= seq_len``) and
-    ``pred_len`` P (horizon). ``features``: ``'M'`` all variables in and out, ``'S'`` the
-    target alone, ``'MS'`` all in, the target out. ``target=None``: a registered dataset's
-    own target, else every column as it is (``M``) or the last numeric column (``S``/``MS``).
-    ``date_column=None``: the DatetimeIndex, else the one column holding timestamps.
-    ``split``: ``None`` (the registered protocol of a known dataset, else ``'ratio'``), a
-    protocol name, three fractions, three integer row ends, two dates where val and test
-    start, or a ``RowSplit``/``FractionSplit``/``DateSplit``. ``drop_last_train`` defaults to
-    ``False`` (every training window is used each epoch; the field drops the last partial
-    batch: pass ``True`` to do the same). Val/test/predict loaders never drop
-    or shuffle. ``test_split`` and ``predict_split`` name the windows the test and predict
-    loaders serve (``'test'``; ``test_split='val'`` scores the validation windows with the
-    test report, e.g. to check a probabilistic model's calibration before looking at test, unless
-    ``calibrate_scale`` fitted its scale on those very windows).
+    Val/test/predict loaders never drop or shuffle windows. A panel (``id_column``) is read by
+    :func:`~forecast.data.panel.prepare_panel`: the model's inputs are ``past_covariates`` then
+    ``target`` (which must be named), its output the target; ``features`` then plays no part
+    (``'S'`` with ``past_covariates`` is refused, as it would feed them all the same), and
+    ``columns`` and the wide-table quirks (``allow_irregular``, ``allow_duplicates``) are refused.
 
-    ``id_column`` reads the data as a long-format panel of many series
-    (:func:`~forecast.data.panel.prepare_panel`): the model's inputs are ``past_covariates`` then
-    ``target`` (which must be named), its output the target; ``future_covariates`` (known ahead)
-    and ``static_covariates`` travel beside them. ``features`` then plays no part (``'S'`` with
-    ``past_covariates`` is refused, as it would feed them all the same), and ``columns`` and the wide-table
-    quirks (``allow_irregular``, ``allow_duplicates``) are refused.
+    Attributes:
+        seq_len: L, the lookback: the steps each window's input holds.
+        label_len: the decoder's start tokens, the last steps of the lookback (``<= seq_len``).
+        pred_len: P, the horizon: the steps each window forecasts.
+        features: ``M`` every variable in and out, ``S`` the target alone, ``MS`` every variable in
+            and the target out.
+        target: the column to forecast. None: a registered dataset's own target, else every
+            column as it is (``M``) or the last numeric column (``S``/``MS``).
+        freq: the data's frequency as a pandas offset (``h``, ``15min``, ``D``). None: inferred
+            from the dates.
+        time_encoding: the calendar features: ``timeF`` (continuous, in [-0.5, 0.5]), or
+            ``fixed``/``learned`` (integer fields embedded by a fixed or a learned table).
+        batch_size: training windows per batch.
+        eval_batch_size: windows per validation, test and predict batch. None: ``batch_size``.
+        num_workers: DataLoader worker processes (0: load in the training process).
+        date_column: the column holding the dates. None: the DatetimeIndex, else the one column
+            holding timestamps.
+        split: where train, validation and test end. None: the registered protocol of a known
+            dataset, else ``ratio`` (70/10/20). A protocol name (``ett_hour``, ``ett_minute``,
+            ``ratio``), three fractions, three integer row ends, two dates where validation and test
+            start, or a ``RowSplit``/``FractionSplit``/``DateSplit``.
+        allow_irregular: accept dates that skip or repeat steps (the windows then span what they
+            span in rows); refused by default.
+        allow_duplicates: accept a date given twice; refused by default.
+        fill_nan: how missing values are filled: ``ffill``, ``interpolate`` or ``zero``. None:
+            missing values are refused, naming where they are.
+        columns: the variables to read from a wide table, in order. None: every numeric column.
+        seed: seeds the training loader's shuffling.
+        drop_last_train: drop each epoch's last partial training batch, as the field's code does.
+            False: every training window is used each epoch.
+        test_split: the windows the test loader scores: ``test``, or ``val`` to check a
+            probabilistic model's calibration before looking at test (unless ``calibrate_scale``
+            fitted its scale on those very windows).
+        predict_split: the windows the predict loader forecasts.
+        pin_memory: pin the loaders' batches in page-locked memory (faster copies to a GPU).
+        persistent_workers: keep the loader workers between epochs. None: when there are
+            workers.
+        id_column: the series id of a long-format panel of many series; None: a wide table.
+        past_covariates: a panel's columns known up to each window's end, fed as inputs.
+        future_covariates: a panel's columns known ahead, over the horizon too.
+        static_covariates: a panel's columns constant within each series.
     """
 
     seq_len: int

@@ -29,9 +29,18 @@ __all__ = ["DLinear", "DLinearConfig", "moving_average"]
 
 @dataclass(frozen=True)
 class DLinearConfig:
-    """``kernel_size``: the moving average's length in steps (odd; the paper's 25).
-    ``individual``: a pair of linear maps per variable instead of one shared pair. ``revin``,
-    ``revin_affine``, ``revin_center``: reversible instance normalization, as for Informer."""
+    """Options of DLinear (Zeng et al., AAAI 2023).
+
+    Attributes:
+        kernel_size: the moving average's length in steps (odd; the paper's 25).
+        individual: a pair of linear maps per variable instead of one shared pair.
+        revin: reversible instance normalization: each window normalized by its own location and
+            standard deviation per variable, the forecast mapped back.
+        revin_affine: RevIN's learned per-variable affine.
+        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
+            ``learned`` per-variable mix of the two, or that mix started where the training windows
+            put it (``persistence``).
+    """
 
     kernel_size: int = 25
     individual: bool = False

@@ -49,16 +49,34 @@ Channels = Literal["joint", "independent"]
 class InformerConfig:
     """Architecture of Informer; the defaults are the paper's (Informer2020 ``main_informer``).
 
-    ``stack`` turns the model into InformerStack: one encoder per entry, entry i having
-    ``stack[i]`` layers and reading the last ``seq_len / 2**i`` steps, their outputs
-    concatenated in time (the original uses ``(3, 2, 1)``).
-
-    ``channels``: ``joint`` (the paper's: one sequence of all variables per window) or
-    ``independent`` (one sequence per output variable, shared weights). ``revin`` and
-    ``revin_affine``: reversible instance normalization, with its learned affine; ``revin_center``:
-    subtract each window's ``mean`` (RevIN), its ``last`` value or a ``learned`` per-variable mix.
-    ``linear_skip``: add a linear map of each forecast variable's input window to its forecast
-    (:class:`~forecast.layers.blocks.LinearSkip`), in RevIN's normalized space when ``revin`` is on.
+    Attributes:
+        d_model: the width D of every layer.
+        n_heads: attention heads H (``d_model`` a multiple of it).
+        e_layers: encoder layers.
+        d_layers: decoder layers.
+        d_ff: the feed-forward block's hidden width.
+        dropout: the dropout rate throughout.
+        attention: the encoder's self-attention: ``prob`` (ProbSparse), ``full`` or ``logsparse``.
+        decoder_attention: the decoder's masked self-attention. None: the encoder's family.
+        factor: ProbSparse's sampling factor c: ``c * ln(L)`` queries kept and keys sampled.
+        distil: halve the sequence between encoder layers (a convolution and max-pooling).
+        activation: the feed-forward activation, ``gelu`` or ``relu``.
+        padding_mode: the value embedding's convolution padding: ``circular`` (the paper's),
+            ``replicate`` or ``zeros``.
+        stack: InformerStack: one encoder per entry, entry i having ``stack[i]`` layers and reading
+            the last ``seq_len / 2**i`` steps, their outputs concatenated in time (the original uses
+            ``(3, 2, 1)``). None: one encoder.
+        attention_options: further arguments of the attention classes.
+        channels: ``joint`` (the paper's: one sequence of all variables per window) or
+            ``independent`` (one sequence per output variable, shared weights).
+        revin: reversible instance normalization: each window normalized by its own location and
+            standard deviation per variable, the forecast mapped back.
+        revin_affine: RevIN's learned per-variable affine.
+        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
+            ``learned`` per-variable mix of the two, or that mix started where the training windows
+            put it (``persistence``).
+        linear_skip: add a linear map of each forecast variable's input window to its forecast
+            (:class:`~forecast.layers.blocks.LinearSkip`), in RevIN's normalized space when ``revin`` is on.
     """
 
     d_model: int = 512

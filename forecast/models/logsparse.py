@@ -84,18 +84,38 @@ Channels = Literal["independent", "joint"]
 class LogSparseConfig:
     """Architecture of the LogSparse Transformer (no training settings).
 
-    ``qk_kernel_size`` is the paper's k for convolutional Q/K (it tries 1, 2, 3, 6, 9;
-    1 is canonical self-attention). ``local_window`` and ``sub_len`` shape the
-    log-sparse pattern (:func:`forecast.layers.masks.logsparse_offsets`);
-    ``attention="full"`` is causal full attention, the ablation. ``dense_reference``
-    runs the log-sparse attention through its dense masked reference (tests and
-    comparisons only: same numbers, quadratic memory). ``min_scale`` floors the
-    Gaussian head's scale on the standardized scale. ``revin`` and ``revin_affine``:
-    reversible instance normalization (:mod:`forecast.layers.normalization`), inverted on
-    the mean, the Gaussian scale and sample paths; ``revin_center``: subtract each window's
-    ``mean``, its ``last`` value or a ``learned`` per-variable mix. ``linear_skip``: add a linear map
-    of each series' input window to its one-shot forecast (:class:`~forecast.layers.blocks.LinearSkip`;
-    the Gaussian head's mean), in RevIN's normalized space when ``revin`` is on.
+    Attributes:
+        d_model: the width D of every layer.
+        n_heads: attention heads H (``d_model`` a multiple of it).
+        n_layers: decoder-only Transformer layers.
+        d_ff: the feed-forward block's hidden width.
+        dropout: the dropout rate throughout.
+        activation: the feed-forward activation, ``gelu`` or ``relu``.
+        attention: ``logsparse``, or causal ``full`` attention (the ablation).
+        local_window: steps before each query that it always attends, on top of the log-sparse
+            offsets (:func:`forecast.layers.masks.logsparse_offsets`).
+        sub_len: restart the log-sparse pattern every this many steps. None: no restart.
+        qk_kernel_size: the paper's k, the causal convolution's kernel behind queries and keys (it
+            tries 1, 2, 3, 6, 9; 1 is canonical self-attention).
+        decoding: ``one_shot`` (the whole horizon from the window at once) or ``autoregressive``
+            (the paper's: one step at a time, each fed back).
+        head: ``point``, or ``gaussian`` (mean and scale, trained by negative log-likelihood; its
+            quantiles are predict's quantile columns).
+        channels: ``independent`` (each output variable its own series through shared weights) or
+            ``joint`` (one sequence of all variables per window).
+        series_embedding: tell the independent series apart by a learned series-id embedding.
+        min_scale: the floor of the Gaussian head's scale on the standardized scale.
+        dense_reference: run the log-sparse attention through its dense masked reference (tests and
+            comparisons only: the same numbers, quadratic memory).
+        revin: reversible instance normalization: each window normalized by its own location and
+            standard deviation per variable, the forecast mapped back.
+        revin_affine: RevIN's learned per-variable affine.
+        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
+            ``learned`` per-variable mix of the two, or that mix started where the training windows
+            put it (``persistence``).
+        linear_skip: add a linear map of each series' input window to its one-shot forecast
+            (:class:`~forecast.layers.blocks.LinearSkip`; the Gaussian head's mean), in RevIN's
+            normalized space when ``revin`` is on.
     """
 
     d_model: int = 64

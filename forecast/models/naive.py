@@ -32,10 +32,14 @@ class RepeatLast(ForecastModel):
 
 @dataclass(frozen=True)
 class SeasonalNaiveConfig:
-    """``season_length``: the period in steps. The default, ``None``, is the data's natural cycle
-    (``DataSpec.season``, :func:`~forecast.data.timefeatures.seasonal_period`): a day of sub-daily
-    data (24 hourly, 96 at 15 minutes, 144 at 10 minutes), a week of daily data (7), a year of
-    weekly or monthly data."""
+    """Options of the seasonal naive forecast.
+
+    Attributes:
+        season_length: the period in steps. None: the data's natural cycle
+            (``DataSpec.season``, :func:`~forecast.data.timefeatures.seasonal_period`): a day of
+            sub-daily data (24 hourly, 96 at 15 minutes, 144 at 10 minutes), a week of daily data
+            (7), a year of weekly or monthly data.
+    """
 
     season_length: int | None = None
 
