@@ -513,7 +513,7 @@ class Predictor:
             quantiles = model_quantiles(self.module, self.quantile_levels, x, x_mark, y_mark)
         series = batch["series"].numpy() if fitted.panel is not None else None  # [B]: a panel's scaling
         original = {level: fitted.to_original(values.cpu().numpy(), series) for level, values in quantiles.items()}
-        point_original = fitted.to_original(point.cpu().numpy().astype(np.float64), series)
+        point_original = fitted.to_original(point.cpu().numpy(), series)
         if not all(np.isfinite(values).all() for values in (point_original, *original.values())):
             raise NonFiniteForecastError(
                 f"{self.model_name} forecasts NaN or inf for this input. Fix: check the input for extreme "
@@ -584,8 +584,8 @@ class Predictor:
         c_out = len(fitted.output_columns)
         columns = self.output_columns
         series = int(batch["series"][0]) if fitted.panel is not None else None  # a panel's scaling
-        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy().astype(np.float64), series)  # [L, C_out]
-        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy().astype(np.float64), series)  # [P, C_out]
+        history = fitted.to_original(batch["x"][0, :, -c_out:].numpy(), series)  # [L, C_out]
+        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy(), series)  # [P, C_out]
         index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
         return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
                 self._forecast_frame(batch, index),

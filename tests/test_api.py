@@ -128,6 +128,21 @@ def test_evaluate_scores_every_window_of_the_split_asked_for_on_both_scales(fram
     assert fc.evaluate().attrs["n_windows"] == ROWS - 320 - PRED_LEN + 1
 
 
+def test_original_units_keep_the_digits_of_a_series_at_a_high_level():
+    """A meter reading near 2e7 that moves by about 1 a step: float32 holds it to +-1, so un-scaling in float32
+    overstated the report's MSE by a fifth."""
+    rows = 500
+    level = 2e7 + np.random.default_rng(0).normal(size=rows).cumsum()
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=rows, freq="h"), "y": level})
+    fc = Forecaster("naive", seq_len=24, label_len=12, pred_len=6).fit(frame)
+    starts = np.arange(400 - 24, rows - 24 - 6 + 1)  # the test windows of the 70/10/20 split
+    errors = np.stack([level[s + 24: s + 30] - level[s + 23] for s in starts])  # [N, P]
+    report = fc.evaluate()
+    assert report.loc["mse", "original"] == pytest.approx(np.mean(errors ** 2), rel=1e-6)
+    assert report.loc["mae", "original"] == pytest.approx(np.mean(np.abs(errors)), rel=1e-6)
+    assert fc.predict()["y"].to_numpy() == pytest.approx(level[-1], abs=1e-6)
+
+
 def test_evaluate_summarizes_metrics_by_scale_with_percentages_in_original_units_only(frame):
     fc = Forecaster("naive", **WINDOW).fit(frame)
     summary, detail = fc.evaluate(), fc.evaluate(detail=True)

@@ -200,7 +200,7 @@ def test_inverse_transform_numpy_and_torch(features):
     assert dm.fitted.output_scale.shape == (dm.c_out,)
     scaled = np.random.default_rng(1).normal(size=(5, 4, dm.c_out)).astype(np.float32)  # [B, P, c_out]
     restored = dm.fitted.to_original(scaled)
-    assert isinstance(restored, np.ndarray) and restored.dtype == np.float32
+    assert isinstance(restored, np.ndarray) and restored.dtype == np.float64
     target_stats = dm.fitted.scaler.mean_[-dm.c_out :], dm.fitted.scaler.scale_[-dm.c_out :]
     np.testing.assert_allclose(restored, scaled * target_stats[1] + target_stats[0], rtol=1e-6)
     if features == "M":
@@ -214,10 +214,10 @@ def test_inverse_transform_numpy_and_torch(features):
     np.testing.assert_allclose(dm.fitted.output_scale[-1], train_target.std(ddof=0), rtol=1e-6)
     tensor = torch.from_numpy(scaled)
     restored_tensor = dm.fitted.to_original(tensor)
-    assert isinstance(restored_tensor, torch.Tensor) and restored_tensor.dtype == torch.float32
-    np.testing.assert_allclose(restored_tensor.numpy(), restored, rtol=1e-6, atol=1e-4)  # float32 on device
+    assert isinstance(restored_tensor, torch.Tensor) and restored_tensor.dtype == torch.float64
+    np.testing.assert_allclose(restored_tensor.numpy(), restored, rtol=1e-12)
     np.testing.assert_allclose(dm.fitted.to_scaled(restored), scaled, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(dm.fitted.to_scaled(restored_tensor), tensor, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dm.fitted.to_scaled(restored_tensor).float(), tensor, rtol=1e-5, atol=1e-5)
     with pytest.raises(DataError, match="c_out"):
         dm.fitted.to_original(np.zeros((2, dm.c_out + 1)))
 

@@ -198,10 +198,11 @@ class FittedState:
         """float64 ``[C_out]`` or ``[N_series, C_out]``: the output variables' scales (as :attr:`output_mean`)."""
         return self.scaler.scale_[-self.c_out:] if self.panel is None else self.panel.scale[:, -self.c_out:]
 
-    def _output_stats(self, values: np.ndarray | torch.Tensor, series: int | np.ndarray | torch.Tensor | None
-                      ) -> tuple[Any, Any]:
+    def _output_stats(self, values: np.ndarray | torch.Tensor, series: int | np.ndarray | torch.Tensor | None,
+                      dtype: torch.dtype | None = None) -> tuple[Any, Any]:
         """The output statistics broadcastable to ``values [..., C_out]``: ``[C_out]`` for a wide table or one
-        series of a panel, ``[B, 1, C_out]`` for the series ``[B]`` of a batch ``[..., B, P, C_out]``."""
+        series of a panel, ``[B, 1, C_out]`` for the series ``[B]`` of a batch ``[..., B, P, C_out]``; tensors of
+        ``dtype`` (default: the values' floating dtype) on their device for tensor values."""
         if values.shape[-1:] != (self.c_out,):
             raise DataError(
                 f"values of shape {tuple(values.shape)}: the last dimension must be c_out={self.c_out} "
@@ -217,21 +218,21 @@ class FittedState:
             if index.ndim == 1:
                 mean, scale = mean[:, None, :], scale[:, None, :]  # [B, 1, C_out]
         if isinstance(values, torch.Tensor):
-            dtype = values.dtype if values.is_floating_point() else torch.float32
+            dtype = dtype or (values.dtype if values.is_floating_point() else torch.float32)
             return tuple(torch.as_tensor(stat, dtype=dtype, device=values.device) for stat in (mean, scale))
         return mean, scale
 
     def to_original(self, values: ArrayOrTensor, series: int | np.ndarray | torch.Tensor | None = None
                     ) -> ArrayOrTensor:
-        """Model-scale outputs ``[..., C_out]`` in original units (numpy or torch in, the same kind and
-        floating dtype out). ``M`` uses every variable's statistics; ``S``/``MS`` the target's alone.
+        """Model-scale outputs ``[..., C_out]`` in original units, float64 (numpy or torch in, the same kind
+        out): a series at a level far from zero and varying little (a meter reading near 2e7) keeps its digits,
+        which float32 would round away. ``M`` uses every variable's statistics; ``S``/``MS`` the target's alone.
         A panel's values need their ``series``: one position, or ``[B]`` for values ``[..., B, P, C_out]``."""
-        mean, scale = self._output_stats(values, series)
         if isinstance(values, torch.Tensor):
-            return values.to(mean.dtype) * scale + mean
-        array = np.asarray(values)
-        restored = array * scale + mean
-        return restored.astype(array.dtype) if np.issubdtype(array.dtype, np.floating) else restored
+            mean, scale = self._output_stats(values, series, torch.float64)
+            return values.to(torch.float64) * scale + mean
+        mean, scale = self._output_stats(values, series)
+        return np.asarray(values, dtype=np.float64) * scale + mean
 
     def to_scaled(self, values: ArrayOrTensor, series: int | np.ndarray | torch.Tensor | None = None
                   ) -> ArrayOrTensor:
