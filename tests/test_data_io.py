@@ -502,6 +502,37 @@ def test_calendar_dates_with_a_gap_keep_their_calendar_frequency(freq, start):
         prepare_series(pd.DataFrame({"date": hourly, "OT": np.arange(59.0)}))
 
 
+@pytest.mark.parametrize(("freq", "months", "period"), [("MS", 1, "M"), ("QS", 3, "Q"), ("YS", 12, "Y")])
+@pytest.mark.parametrize("gap", [False, True])
+def test_months_on_a_day_no_frequency_anchors_are_refused_with_the_fix(freq, months, period, gap):
+    """Monthly dates on the 15th: with a gap and allow_irregular=True a fixed step of 744 hours was taken, so the
+    forecast dates drifted (15 September, 16 October, 16 November, 17 December); without one the message blamed
+    irregular steps of '744h' and offered a freq that no pandas alias gives."""
+    dates = pd.date_range("2010-01-01", periods=40, freq=freq) + pd.Timedelta(days=14)
+    dates = dates.delete([10, 30]) if gap else dates
+    frame = pd.DataFrame({"date": dates, "OT": np.arange(len(dates), dtype=float)})
+    step = "s" * (months > 1)
+    with pytest.raises(IrregularTimestampError, match=re.escape(
+            f"the dates step by {months} calendar month{step} on day 15") + ".*" + re.escape(
+            f"Fix: date each row at the start of its period: a date column's .dt.to_period('{period}')")):
+        prepare_series(frame, allow_irregular=gap)
+    fixed = frame.assign(date=frame["date"].dt.to_period(period).dt.to_timestamp())
+    assert prepare_series(fixed, allow_irregular=gap).freq == pd.tseries.frequencies.to_offset(freq)
+
+
+def test_daily_dates_with_a_gap_step_by_calendar_days_across_a_clock_change():
+    """Berlin days with a gap: pandas infers nothing, and the most common step, 24 hours, put the forecasts after 29
+    March 2020 at 01:00. Whole days are calendar days (D), which keep the local time of day."""
+    dates = pd.date_range(end="2020-03-27", periods=80, freq="D", tz="Europe/Berlin").delete([10, 40])
+    series = prepare_series(pd.DataFrame({"OT": np.arange(78.0)}, index=dates), allow_irregular=True)
+    assert series.freq == pd.tseries.frequencies.to_offset("D")
+    following = pd.date_range(dates[-1], periods=5, freq=series.freq)[1:]
+    assert (following.hour == 0).all() and following[-1] == pd.Timestamp("2020-03-31", tz="Europe/Berlin")
+    hours = pd.date_range("2020-02-01", periods=80, freq="24h", tz="UTC").tz_convert("Europe/Berlin").delete(10)
+    assert prepare_series(pd.DataFrame({"OT": np.arange(79.0)}, index=hours),  # 24-hour instants stay 24 hours
+                          allow_irregular=True).freq == pd.tseries.frequencies.to_offset("24h")
+
+
 @pytest.mark.parametrize("written", ["iso", "day first"])
 def test_daily_rows_written_in_a_daylight_saving_zone_read_on_their_local_clock(tmp_path, caplog, written):
     """Paris days written by to_csv ('2024-03-30 00:00:00+01:00', '2024-03-31 00:00:00+02:00') were read as UTC

@@ -1056,7 +1056,8 @@ def semi_month_hint(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None) -
 
 def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin) -> pd.DateOffset:
     """The given offset, or the one pandas infers, or a semi-month one the dates follow, else the calendar offset
-    most steps follow (:func:`_calendar_offset`, for steps of a day or more), else the most common step."""
+    most steps follow (:func:`_calendar_offset`, for steps of a day or more), else the most common step (whole
+    days as calendar days: :func:`_calendar_days`). Months on a day no offset anchors are refused."""
     if freq is not None:
         return parse_offset(freq)
     inferred = pd.DatetimeIndex(dates, freq="infer").freq if len(dates) >= 3 else None
@@ -1067,8 +1068,47 @@ def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, ori
         logger.info("%s: semi-monthly dates (%s): frequency %r.", origin.label, semi[1], semi[0])
         return to_offset(semi[0])
     step = _most_common_step(dates, origin)
-    calendar = _calendar_offset(dates) if pd.Timedelta(step) >= pd.Timedelta(days=1) else None
-    return calendar if calendar is not None else step
+    if pd.Timedelta(step) < pd.Timedelta(days=1):
+        return step
+    calendar = _calendar_offset(dates)
+    if calendar is not None:
+        return calendar
+    _refuse_months_off_their_anchors(dates, step, origin)
+    return _calendar_days(dates, step)
+
+
+def _off_grid_count(dates: pd.DatetimeIndex, offset: pd.DateOffset) -> int:
+    return _off_grid(dates, offset, allow_duplicates=False)[0].size
+
+
+def _calendar_days(dates: pd.DatetimeIndex, step: pd.DateOffset) -> pd.DateOffset:
+    """A step of whole days as calendar days (``D``), which keep a time-zone-aware series at its local time of day
+    across a clock change (24 hours move it by one), unless fixed steps fit more of the dates."""
+    days, rest = divmod(pd.Timedelta(step), pd.Timedelta(days=1))
+    if rest or not days:
+        return step
+    calendar = to_offset(f"{days}D")
+    return calendar if _off_grid_count(dates, calendar) <= _off_grid_count(dates, step) else step
+
+
+def _refuse_months_off_their_anchors(dates: pd.DatetimeIndex, step: pd.DateOffset, origin: Origin) -> None:
+    """IrregularTimestampError where the dates step by calendar months (or quarters, years) on a day that no
+    pandas frequency anchors (the 15th): a fixed step (744 hours) would misplace every forecast date after the
+    first short month."""
+    months = round(pd.Timedelta(step) / pd.Timedelta(days=30.44))
+    if months < 1:
+        return
+    calendar = pd.DateOffset(months=months)
+    if _off_grid_count(dates, calendar) >= _off_grid_count(dates, step):
+        return
+    period = {3: "Q", 12: "Y"}.get(months, "M")
+    raise IrregularTimestampError(
+        f"{origin.label}: the dates step by {months} calendar month{'s' * (months > 1)} on day {dates[0].day} "
+        f"({dates[0]}, {dates[1]}, ...), which no pandas frequency describes (MS, QS and YS start a period, ME, QE "
+        f"and YE end it), and a fixed step of {step.freqstr} would misplace every forecast date. Fix: date each "
+        f"row at the start of its period: a date column's .dt.to_period('{period}').dt.to_timestamp(), or a "
+        f"DatetimeIndex's .to_period('{period}').to_timestamp()."
+    )
 
 
 _MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
@@ -1164,7 +1204,8 @@ def prepare_series(
     ``'ffill'``, ``'interpolate'`` or ``'zero'``, before each column's last finite value, never
     after it: a forecast starts after the last row); steps follow ``freq`` (inferred when
     ``None``; ``allow_irregular`` accepts gaps, the frequency then the calendar one most steps follow, such as
-    ``'MS'``, else the most common step).
+    ``'MS'``, else the most common step, whole days as calendar days ``'D'``; monthly dates on the 15th are
+    refused, as no frequency gives their forecast dates).
     ``columns`` selects variables (the target is always kept); their order stays the
     table's, with the target moved last. Without a ``target``, ``M`` uses every column
     and ``S``/``MS`` the last numeric one (logged). Dates written day and month first are read in the
