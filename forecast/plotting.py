@@ -139,7 +139,7 @@ class NotebookFigure(Figure):
 
 
 def _time_indexed(frame: pd.DataFrame | pd.Series, name: str, date_column: str) -> pd.DataFrame:
-    """A frame indexed by timestamps (from its index or its ``date_column``), tz dropped for plotting."""
+    """A frame indexed by its timestamps (from its index or its ``date_column``)."""
     if isinstance(frame, pd.Series):
         frame = frame.to_frame()
     if not isinstance(frame, pd.DataFrame):
@@ -151,9 +151,15 @@ def _time_indexed(frame: pd.DataFrame | pd.Series, name: str, date_column: str) 
                 "timestamps or name the date column with date_column=..."
             )
         frame = frame.set_index(pd.DatetimeIndex(frame[date_column])).drop(columns=date_column)
-    if frame.index.tz is not None:
-        frame = frame.set_axis(frame.index.tz_localize(None))  # wall-clock time on the axis
     return frame
+
+
+def _on_one_clock(frames: Sequence[pd.DataFrame | None]) -> list[pd.DataFrame | None]:
+    """The frames on the wall clock of the first one with a time zone (the others with a zone converted to it), so
+    frames written in different zones line up; frames without a zone are taken to be on that clock."""
+    zone = next((frame.index.tz for frame in frames if frame is not None and frame.index.tz is not None), None)
+    return [frame.set_axis(frame.index.tz_convert(zone).tz_localize(None))
+            if frame is not None and frame.index.tz is not None else frame for frame in frames]
 
 
 def _format_time_axis(ax: Axes) -> None:
@@ -189,12 +195,20 @@ def plot_forecast(
     intervals from symmetric quantile columns (``q`` with ``1 - q``, e.g. 0.1 and 0.9
     give the 80% interval; widest lightest) and the forecast line, in that order. All
     frames are in original units and indexed by timestamps (or hold ``date_column``);
-    ``history`` and ``truth`` may hold more columns than plotted.
+    ``history`` and ``truth`` may hold more columns than plotted. Frames in time zones are drawn on the clock of
+    the first one with a zone; a panel's long forecast is one series' rows at a time.
     """
-    forecast = _time_indexed(forecast, "forecast", date_column)
-    history = _time_indexed(history, "history", date_column) if history is not None else None
-    truth = _time_indexed(truth, "truth", date_column) if truth is not None else None
+    forecast, history, truth = _on_one_clock([_time_indexed(frame, name, date_column) if frame is not None else None
+                                              for frame, name in ((forecast, "forecast"), (history, "history"),
+                                                                  (truth, "truth"))])
+    if forecast.index.has_duplicates:
+        raise DataError(
+            f"forecast repeats timestamps ({forecast.index[forecast.index.duplicated()][0]} first), as a panel's "
+            "long forecast does, one block of rows per series: its lines would zig-zag through every series. Fix: "
+            "plot one series, forecast[forecast[<id column>] == key], or Forecaster.plot(series=key)."
+        )
     available = _point_columns(forecast)
+    point = {"marker": "o", "ms": 5} if len(forecast) == 1 else {}  # a one-step line has no length to show
     chosen = available if columns is None else _names(columns, "columns")
     missing = [column for column in chosen if column not in available]
     if missing or not chosen:
@@ -204,13 +218,17 @@ def plot_forecast(
         if history is not None and column in history.columns:
             ax.plot(history.index, history[column].to_numpy(), color="0.45", lw=1.2, label="history")
         if truth is not None and column in truth.columns:
-            ax.plot(truth.index, truth[column].to_numpy(), color="black", lw=1.2, label="truth")
+            ax.plot(truth.index, truth[column].to_numpy(), color="black", lw=1.2, label="truth",
+                    **({"marker": "o", "ms": 5} if len(truth) == 1 else {}))
         intervals = _intervals(quantile_columns(forecast, column))
         for rank, (coverage, lower, upper) in enumerate(intervals):
-            ax.fill_between(forecast.index, forecast[lower].to_numpy(), forecast[upper].to_numpy(),
-                            color="C0", alpha=0.15 + 0.2 * rank / max(len(intervals), 1), lw=0,
-                            label=f"{coverage:.0%} interval")
-        ax.plot(forecast.index, forecast[column].to_numpy(), color="C0", lw=1.6, label="forecast")
+            shade = {"color": "C0", "alpha": 0.15 + 0.2 * rank / max(len(intervals), 1),
+                     "label": f"{coverage:.0%} interval"}
+            if point:  # a band one step wide has no area: a bar from the lower quantile to the upper
+                ax.vlines(forecast.index, forecast[lower].to_numpy(), forecast[upper].to_numpy(), lw=8, **shade)
+            else:
+                ax.fill_between(forecast.index, forecast[lower].to_numpy(), forecast[upper].to_numpy(), lw=0, **shade)
+        ax.plot(forecast.index, forecast[column].to_numpy(), color="C0", lw=1.6, label="forecast", **point)
         ax.set_ylabel(str(column))
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize="small")

@@ -112,6 +112,43 @@ def test_forecast_figure_accepts_time_zones_and_date_columns():
     np.testing.assert_allclose(mdates.date2num(history.get_xdata()), wall_clock)
 
 
+def test_forecast_figure_puts_frames_in_other_zones_on_one_clock():
+    """History in UTC beside a forecast in Paris: each frame's own zone was dropped, so the forecast was drawn
+    two hours after the history's last step."""
+    forecast = forecast_frame(tz="UTC").tz_convert("Europe/Paris")  # 13:00 UTC is 14:00 in Paris (summer time)
+    past = past_frame(tz="UTC")
+    fig = plot_forecast(forecast, history=past)
+    lines = lines_by_label(fig.axes[0])
+    paris = mdates.date2num(past.index.tz_convert("Europe/Paris").tz_localize(None).to_pydatetime())
+    np.testing.assert_allclose(mdates.date2num(lines["history"].get_xdata()), paris)
+    step = mdates.date2num(lines["forecast"].get_xdata())[0] - mdates.date2num(lines["history"].get_xdata())[-1]
+    assert step == pytest.approx(1 / 24)  # the forecast's first hour follows the history's last
+
+
+def test_forecast_figure_of_one_step_shows_the_point_and_its_interval():
+    """A one-step forecast was a line of one point (invisible) with a band of no width."""
+    forecast = forecast_frame(levels=(0.1, 0.9)).iloc[:1]
+    truth = forecast[["a", "OT"]] + 0.3
+    ax = plot_forecast(forecast, truth=truth, columns="a").axes[0]
+    lines = lines_by_label(ax)
+    assert lines["forecast"].get_marker() == "o" and lines["truth"].get_marker() == "o"
+    (band,) = ax.collections
+    (segment,) = band.get_segments()  # from the 0.1 quantile to the 0.9 one at the forecast's step
+    np.testing.assert_allclose(segment[:, 1], [forecast["a_q0.1"].item(), forecast["a_q0.9"].item()])
+    assert band.get_label() == "80% interval"
+
+
+def test_forecast_figure_refuses_a_panels_long_forecast():
+    """A panel's forecast (rows of every series, an id column): one axis for the id and one line zig-zagging
+    through the series."""
+    index = pd.DatetimeIndex(list(pd.date_range("2022-01-01", periods=3, freq="D")) * 2, name="date")
+    panel = pd.DataFrame({"store": ["x"] * 3 + ["y"] * 3, "sales": np.arange(6.0)}, index=index)
+    with pytest.raises(DataError, match=r"forecast repeats timestamps \(2022-01-01 00:00:00 first\).*Fix: plot one "
+                                        r"series, forecast\[forecast\[<id column>\] == key\]"):
+        plot_forecast(panel)
+    assert len(plot_forecast(panel[panel["store"] == "x"].drop(columns="store")).axes) == 1
+
+
 def test_forecast_figure_rejects_unknown_columns_and_untimed_frames():
     with pytest.raises(ConfigError, match="'nope'"):
         plot_forecast(forecast_frame(), columns=["nope"])
