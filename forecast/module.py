@@ -265,7 +265,7 @@ class ForecastModule(L.LightningModule):
             # Quantiles commute with the positive affine un-scaling.
             forecast_orig = ({level: self.to_original(values, batch) for level, values in forecast.items()}
                              if self.probabilistic else dict.fromkeys(forecast, pred_orig))
-            scored["original"] = (pred_orig, self.to_original(target, batch), forecast_orig)
+            scored["original"] = (pred_orig, batch["truth"], forecast_orig)  # the data's own values
         return scored
 
     def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:

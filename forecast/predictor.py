@@ -585,7 +585,7 @@ class Predictor:
         columns = self.output_columns
         series = int(batch["series"][0]) if fitted.panel is not None else None  # a panel's scaling
         history = fitted.to_original(batch["x"][0, :, -c_out:].numpy(), series)  # [L, C_out]
-        truth = fitted.to_original(batch["y"][0, label_len:, -c_out:].numpy(), series)  # [P, C_out]
+        truth = batch["truth"][0].numpy()  # [P, C_out]
         index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
         return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
                 self._forecast_frame(batch, index),

@@ -143,6 +143,21 @@ def test_original_units_keep_the_digits_of_a_series_at_a_high_level():
     assert fc.predict()["y"].to_numpy() == pytest.approx(level[-1], abs=1e-6)
 
 
+def test_original_units_score_against_the_datas_own_values():
+    """Truths were the float32 windows scaled back, so a zero came back as about 3e-7 and MAPE, which leaves zero
+    truths out, divided by it (ETTh1's seasonal_naive: 1.1e6 instead of 0.58)."""
+    rows = 400
+    values = np.round(20 + 5 * np.sin(np.arange(rows) / 5), 1)
+    values[::7] = 0.0  # exact zeros, far below the mean
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=rows, freq="h"), "y": values})
+    fc = Forecaster("naive", seq_len=24, label_len=12, pred_len=6).fit(frame)
+    truths = np.stack([values[s + 24: s + 30] for s in range(320 - 24, rows - 30 + 1)])  # [N, P] test windows
+    last = np.stack([np.full(6, values[s + 23]) for s in range(320 - 24, rows - 30 + 1)])
+    observed = truths != 0
+    expected = np.mean(np.abs((last - truths)[observed] / truths[observed]))
+    assert fc.evaluate().loc["mape", "original"] == pytest.approx(expected, rel=1e-6)  # forecasts: float32 windows
+
+
 def test_evaluate_summarizes_metrics_by_scale_with_percentages_in_original_units_only(frame):
     fc = Forecaster("naive", **WINDOW).fit(frame)
     summary, detail = fc.evaluate(), fc.evaluate(detail=True)

@@ -88,6 +88,7 @@ def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
             starts=offsets[windows[:, 0]] + windows[:, 1] - first[windows[:, 0]],  # [N]
             series=np.array([scaled.position for scaled in rows], dtype=np.int64)[windows[:, 0]],  # [N]
             static=static,
+            truth=np.concatenate([series.target[span] for series, span in zip(panel.series, pick)])[:, None],
         )
         split_dates[name] = np.concatenate([_wall_clock(series.dates[span]) for series, span in zip(panel.series, pick)])
     return datasets, split_dates
@@ -201,7 +202,9 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     fitted = given or FittedState.fit(series, borders["train"], source.label, options, *windows)
     scaled = fitted.scale(series)  # [T, C]
     marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
-    datasets = {name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len)
+    truth = series.values[:, series.values.shape[1] - fitted.c_out:]  # [T, C_out] original units
+    datasets = {name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len,
+                                    truth=truth[start:end])
                 for name, (start, end) in borders.items()}
     dates = _wall_clock(series.dates)
     logger.info("%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
@@ -265,9 +268,11 @@ def _val_prefix_windows(prepared: _Prepared, cfg: DataConfig) -> WindowDataset |
     series = prepared.series
     values = np.full((reach - start, prepared.fitted.c_in), np.nan, dtype=np.float32)  # [T', C]: NaN after the period
     values[: end - start] = prepared.datasets["val"].values.numpy()
+    truth = np.full((reach - start, prepared.fitted.c_out), np.nan)  # [T', C_out]
+    truth[: end - start] = prepared.datasets["val"].truth.numpy()
     marks = time_features(series.dates[start:reach], series.freq, cfg.time_encoding)  # [T', F]
     return WindowDataset(values, marks, cfg.seq_len, cfg.label_len, cfg.pred_len,
-                         starts=np.arange(owned - steps + 1), target_len=steps)
+                         starts=np.arange(owned - steps + 1), target_len=steps, truth=truth)
 
 
 def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> None:

@@ -22,7 +22,7 @@ from torch.utils.data import Dataset
 from forecast.errors import ConfigError
 
 # x, y, x_mark, y_mark as in every paper; the covariate and series tensors are empty for a wide table.
-ITEM_KEYS: tuple[str, ...] = ("x", "y", "x_mark", "y_mark", "x_known", "y_known", "series", "static")
+ITEM_KEYS: tuple[str, ...] = ("x", "y", "x_mark", "y_mark", "x_known", "y_known", "series", "static", "truth")
 
 
 def _as_float_matrix(array: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
@@ -55,6 +55,11 @@ class WindowDataset(Dataset):
     ``target_len`` (default ``pred_len``): ``y`` holds ``label_len + target_len`` rows, the first
     ``target_len`` steps of the horizon, while ``y_mark`` and ``y_known`` (model inputs) cover all
     ``pred_len``: the values after a window's ``target_len`` steps are never read.
+
+    ``truth [T, C_out]`` (float64): the output variables in original units, as the data holds them; each item's
+    ``truth [target_len, C_out]`` is its forecast steps' (``[target_len, 0]`` without one). Scores in original
+    units are taken against these, not against ``y`` scaled back, whose float32 rounding (a zero comes back as
+    3e-7, which MAPE divides by) they would carry.
     """
 
     def __init__(
@@ -70,12 +75,16 @@ class WindowDataset(Dataset):
         series: np.ndarray | torch.Tensor | None = None,
         static: np.ndarray | torch.Tensor | None = None,
         target_len: int | None = None,
+        truth: np.ndarray | torch.Tensor | None = None,
     ) -> None:
         self.values = _as_float_matrix(values, "values")  # [T, C]
         self.marks = _as_float_matrix(marks, "marks")  # [T, F]
         rows = self.values.shape[0]
         self.known = _as_float_matrix(known if known is not None else np.zeros((rows, 0)), "known")  # [T, K]
-        for name, tensor in (("marks", self.marks), ("known", self.known)):
+        self.truth = torch.tensor(np.asarray(truth if truth is not None else np.zeros((rows, 0)), dtype=np.float64))
+        if self.truth.ndim != 2:
+            raise ConfigError(f"WindowDataset: truth must be 2-D [T, C_out], got shape {tuple(self.truth.shape)}.")
+        for name, tensor in (("marks", self.marks), ("known", self.known), ("truth", self.truth)):
             if tensor.shape[0] != rows:
                 raise ConfigError(
                     f"WindowDataset: values has {rows} rows but {name} has {tensor.shape[0]}; they must "
@@ -130,4 +139,5 @@ class WindowDataset(Dataset):
             "y_known": self.known[y_start:y_end],  # [label_len+P, K]
             "series": series,  # [] int64
             "static": self.static[series],  # [S] int64
+            "truth": self.truth[x_end:target_end],  # [target_len, C_out] float64
         }
