@@ -16,6 +16,9 @@ Conventions
   same P x C cells. Streaming over batches accumulates sums, never per-batch means (the
   original Informer code averaged batch means, which weights a short last batch wrongly).
 * NaN in the inputs propagates to the result; shapes must match exactly (no broadcasting).
+  The accumulators take ``missing="skip"`` to leave out the cells whose truth is NaN instead (values
+  the data did not hold, such as those ``fill_nan`` filled): each cell's average then runs over the
+  windows that observed it.
 
 Zeros in the truth (MAPE, MSPE)
 -------------------------------
@@ -515,18 +518,37 @@ def _check_batch(true: Any, name: str = "true") -> None:
         )
 
 
+Missing = Literal["propagate", "skip"]
+
+
 class _GridMetric(torchmetrics.Metric):
-    """Shared machinery: float64 sum grids over [P, C] cells, shaped lazily or up front."""
+    """Shared machinery: float64 sum grids over [P, C] cells, shaped lazily or up front, and the count of
+    truths each cell observed (``missing="skip"`` leaves NaN truths out; ``"propagate"`` lets them make NaN)."""
 
     is_differentiable = False
     full_state_update = False
 
-    def __init__(self, horizon: int | None, n_variables: int | None, **kwargs: Any) -> None:
+    def __init__(self, horizon: int | None, n_variables: int | None, missing: Missing = "propagate",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        require_choice("missing", missing, ("propagate", "skip"))
+        self.missing = missing
         self._given_shape = tuple(require_int(name, value, 1, optional=True, hint="None: taken from the first batch")
                                   for name, value in (("horizon", horizon), ("n_variables", n_variables)))
         self._grid_shape = self._given_shape
         self.add_state("n_windows", default=torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
+        self._add_grid_state("n_observed", dtype=torch.int64)
+
+    def _observed(self, true64: torch.Tensor) -> torch.Tensor:
+        """``[B, P, C]`` bool: the truths scored (all of them, unless NaN ones are skipped); counts them."""
+        observed = ~torch.isnan(true64) if self.missing == "skip" else torch.ones_like(true64, dtype=torch.bool)
+        self._accumulate("n_observed", observed.sum(dim=0))
+        return observed
+
+    def _cells(self) -> dict[str, torch.Tensor]:
+        """The truths scored: all cells, per horizon [P], per variable [C] (float64)."""
+        self._windows()
+        return _group_sums(self.n_observed.to(torch.float64))
 
     def _add_grid_state(self, name: str, leading: tuple[int, ...] = (), dtype: torch.dtype = torch.float64) -> None:
         # Without a known [P, C] the default is a 0-d zero that the first batch broadcasts up;
@@ -583,10 +605,11 @@ class MetricAccumulator(_GridMetric):
         *,
         horizon: int | None = None,
         n_variables: int | None = None,
+        missing: Missing = "propagate",
         **kwargs: Any,
     ) -> None:
         _check_zero_policy(zeros, eps)
-        super().__init__(horizon, n_variables, **kwargs)
+        super().__init__(horizon, n_variables, missing, **kwargs)
         self.zeros = zeros
         self.eps = float(eps)
         for name in ("squared_error", "absolute_error", "absolute_ratio", "squared_ratio"):
@@ -599,7 +622,9 @@ class MetricAccumulator(_GridMetric):
         _check_batch(true, "true")
         pred64, true64 = _checked_arrays({"pred": pred, "true": true})
         self._check_cells(true64)
-        error = pred64 - true64
+        observed = self._observed(true64)
+        true64 = torch.where(observed, true64, 1.0)  # a truth left out: neither an error nor a zero
+        error = torch.where(observed, pred64 - true64, 0.0)
         is_zero = true64.abs() <= self.eps
         n_zero = int(is_zero.sum())
         if n_zero and self.zeros == "raise":
@@ -608,17 +633,16 @@ class MetricAccumulator(_GridMetric):
                 f"eps={self.eps}. Use MetricAccumulator(zeros='exclude') or zeros='nan', or score a series "
                 "that stays away from zero."
             )
-        ratio = torch.where(is_zero, 0.0, error / torch.where(is_zero, 1.0, true64)).abs()
+        ratio = torch.where(is_zero, 0.0, error / torch.where(is_zero, 1.0, true64)).abs()  # 0 where not observed
         self._accumulate("squared_error", (error**2).sum(dim=0))
         self._accumulate("absolute_error", error.abs().sum(dim=0))
         self._accumulate("absolute_ratio", ratio.sum(dim=0))
         self._accumulate("squared_ratio", (ratio**2).sum(dim=0))
-        self._accumulate("n_ratio_valid", (~is_zero).sum(dim=0))
+        self._accumulate("n_ratio_valid", (observed & ~is_zero).sum(dim=0))
         self.n_windows += true64.shape[0]
 
     def _groups(self) -> dict[str, dict[str, torch.Tensor]]:
-        n_windows = self._windows()
-        cells = _group_sums(torch.ones(self._grid_shape, dtype=torch.float64, device=self.device) * n_windows)
+        cells = self._cells()
         valid = _group_sums(self.n_ratio_valid.to(torch.float64))
         groups: dict[str, dict[str, torch.Tensor]] = {}
         for name, state in (("mse", self.squared_error), ("mae", self.absolute_error)):
@@ -642,7 +666,7 @@ class MetricAccumulator(_GridMetric):
         """Overall, per-horizon and per-variable values (synchronised across processes)."""
         with self.sync_context():
             n_windows = self._windows()
-            n_zero_truth = n_windows * math.prod(self._grid_shape) - int(self.n_ratio_valid.sum())
+            n_zero_truth = int(self.n_observed.sum()) - int(self.n_ratio_valid.sum())
             return _summary_from_groups(self._groups(), n_windows, n_zero_truth)
 
 
@@ -663,11 +687,12 @@ class ProbabilisticAccumulator(_GridMetric):
         *,
         horizon: int | None = None,
         n_variables: int | None = None,
+        missing: Missing = "propagate",
         **kwargs: Any,
     ) -> None:
         self.rhos = _check_levels(rhos, "rhos")
         self.levels = _check_levels(levels, "levels", allow_empty=True)
-        super().__init__(horizon, n_variables, **kwargs)
+        super().__init__(horizon, n_variables, missing, **kwargs)
         bounds = [bound for level in self.levels for bound in _interval_bounds(level)]
         self.needed_levels = tuple(dict.fromkeys(round(value, _LEVEL_DIGITS) for value in (*self.rhos, *bounds)))
         self._add_grid_state("pinball", leading=(len(self.rhos),))
@@ -704,24 +729,27 @@ class ProbabilisticAccumulator(_GridMetric):
         self._check_cells(true64)
         quantiles = self._quantiles(forecast, true)  # [Q, B, P, C]
         position = {level: index for index, level in enumerate(self.needed_levels)}
+        observed = self._observed(true64)
 
         def quantile(level: float) -> torch.Tensor:
             return quantiles[position[round(level, _LEVEL_DIGITS)]]  # [B, P, C]
 
-        pinball = [_pinball(quantile(rho), true64, rho).sum(dim=0) for rho in self.rhos]
+        def scored(values: torch.Tensor) -> torch.Tensor:  # [B, P, C] -> [P, C], the observed truths' sum
+            return torch.where(observed, values, 0.0).sum(dim=0)
+
+        pinball = [scored(_pinball(quantile(rho), true64, rho)) for rho in self.rhos]
         self._accumulate("pinball", torch.stack(pinball))  # [R, P, C]
-        self._accumulate("absolute_truth", true64.abs().sum(dim=0))
+        self._accumulate("absolute_truth", scored(true64.abs()))
         if self.levels:
             covered = []
             for level in self.levels:
                 lower, upper = (quantile(bound) for bound in _interval_bounds(level))
-                covered.append(_inside(lower, upper, true64).sum(dim=0))
+                covered.append(scored(_inside(lower, upper, true64)))
             self._accumulate("n_covered", torch.stack(covered))  # [K, P, C]
         self.n_windows += true64.shape[0]
 
     def _groups(self) -> dict[str, dict[str, torch.Tensor]]:
-        n_windows = self._windows()
-        cells = _group_sums(torch.ones(self._grid_shape, dtype=torch.float64, device=self.device) * n_windows)
+        cells = self._cells()
         absolute = _group_sums(self.absolute_truth)
         groups: dict[str, dict[str, torch.Tensor]] = {}
         for index, rho in enumerate(self.rhos):

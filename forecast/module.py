@@ -117,7 +117,7 @@ class ForecastModule(L.LightningModule):
         self.val_mse = torchmetrics.MeanSquaredError()
         self.val_mae = torchmetrics.MeanAbsoluteError()
         self.test_errors = nn.ModuleDict(
-            {"standardized": MetricAccumulator(), "original": MetricAccumulator()})
+            {"standardized": MetricAccumulator(missing="skip"), "original": MetricAccumulator(missing="skip")})
         self.quantile_levels = quantiles  # builds test_quantiles
         self._sample_generator: torch.Generator | None = None
         self.test_report: pd.DataFrame | None = None
@@ -143,7 +143,7 @@ class ForecastModule(L.LightningModule):
         and LogSparse papers score their point baselines: its R0.5 is the normalized deviation sum|y - f| / sum|y|.
         """
         rhos, levels = scored_levels(self._quantile_levels)
-        return ProbabilisticAccumulator(rhos, levels if self.model.probabilistic else (), **shape)
+        return ProbabilisticAccumulator(rhos, levels if self.model.probabilistic else (), missing="skip", **shape)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.model(*model_inputs(self.model.spec, batch))
@@ -179,7 +179,8 @@ class ForecastModule(L.LightningModule):
             return
         shape = dict(horizon=fitted.pred_len, n_variables=fitted.c_out)
         self.test_errors = nn.ModuleDict({
-            scale: MetricAccumulator(metric.zeros, metric.eps, **shape) for scale, metric in self.test_errors.items()})
+            scale: MetricAccumulator(metric.zeros, metric.eps, missing="skip", **shape)
+            for scale, metric in self.test_errors.items()})
         self.test_quantiles = nn.ModuleDict({scale: self.quantile_accumulator(**shape)
                                              for scale in self.test_quantiles})
 
@@ -248,9 +249,14 @@ class ForecastModule(L.LightningModule):
     def score_batch(self, batch: dict[str, torch.Tensor]
                     ) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict[float, torch.Tensor]]]:
         """A test batch's ``(point forecast, target, quantile forecast {level: ...})``, each ``[B, P, C_out]``, on
-        every scale it is scored on: ``standardized``, and ``original`` where the fitted state is known."""
+        every scale it is scored on: ``standardized``, and ``original`` where the fitted state is known, whose
+        target is the data's own values (``batch["truth"]``), NaN where ``fill_nan`` filled them: no truth on
+        either scale, left out by the test's accumulators (``missing="skip"``)."""
         pred = self(batch)
         target = self._target(batch, pred)
+        pred_orig = self.to_original(pred, batch)
+        if pred_orig is not None:
+            target = target.masked_fill(batch["truth"].isnan(), math.nan)
         if self.probabilistic:
             # The quantiles predict() gives: exact where the model has them (the one-shot Gaussian head), else
             # those of n_samples paths (whose central 80% covers about 78% of a calibrated forecast's truths at 100).
@@ -260,12 +266,11 @@ class ForecastModule(L.LightningModule):
         else:  # the point forecast as every quantile
             forecast = dict.fromkeys(self.test_quantiles["standardized"].rhos, pred)
         scored = {"standardized": (pred, target, forecast)}
-        pred_orig = self.to_original(pred, batch)
         if pred_orig is not None:
             # Quantiles commute with the positive affine un-scaling.
             forecast_orig = ({level: self.to_original(values, batch) for level, values in forecast.items()}
                              if self.probabilistic else dict.fromkeys(forecast, pred_orig))
-            scored["original"] = (pred_orig, batch["truth"], forecast_orig)  # the data's own values
+            scored["original"] = (pred_orig, batch["truth"], forecast_orig)
         return scored
 
     def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:

@@ -116,7 +116,8 @@ def series_report(module: ForecastModule, fitted: FittedState, loader: Iterable[
     errors = module.test_errors["standardized"]
 
     def accumulators() -> tuple[MetricAccumulator, ProbabilisticAccumulator]:
-        return MetricAccumulator(errors.zeros, errors.eps).to(device), module.quantile_accumulator().to(device)
+        return (MetricAccumulator(errors.zeros, errors.eps, missing=errors.missing).to(device),
+                module.quantile_accumulator().to(device))
 
     by_series: dict[int, dict[str, tuple[MetricAccumulator, ProbabilisticAccumulator]]] = {}
     module.eval()

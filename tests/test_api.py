@@ -158,6 +158,26 @@ def test_original_units_score_against_the_datas_own_values():
     assert fc.evaluate().loc["mape", "original"] == pytest.approx(expected, rel=1e-6)  # forecasts: float32 windows
 
 
+def test_values_fill_nan_made_up_are_not_scored():
+    """An outage in the test period, forward filled: the filled stretch is what naive forecasts, and it was
+    scored as truth (MSE 0.0143 against 0.0336 over the observed values)."""
+    rows = 400
+    values = np.random.default_rng(0).normal(size=rows).cumsum() + 50
+    frame = pd.DataFrame({"date": pd.date_range("2021-01-01", periods=rows, freq="h"), "y": values})
+    frame.loc[340:389, "y"] = np.nan
+    fc = Forecaster("naive", seq_len=24, label_len=12, pred_len=6, fill_nan="ffill").fit(frame)
+    filled = frame["y"].ffill().to_numpy()
+    starts = range(320 - 24, rows - 30 + 1)
+    truths = np.stack([frame["y"].to_numpy()[s + 24: s + 30] for s in starts])  # [N, P], NaN where filled
+    errors = np.stack([np.full(6, filled[s + 23]) for s in starts]) - truths
+    observed = ~np.isnan(truths)
+    report = fc.evaluate()
+    assert report.loc["mse", "original"] == pytest.approx(np.mean(errors[observed] ** 2), rel=1e-6)
+    scale = frame["y"].iloc[:280].std(ddof=0)
+    assert report.loc["mse", "standardized"] == pytest.approx(np.mean(errors[observed] ** 2) / scale ** 2, rel=1e-5)
+    assert report.attrs["n_windows"] == len(starts)  # every window kept, scored on what it observed
+
+
 def test_evaluate_summarizes_metrics_by_scale_with_percentages_in_original_units_only(frame):
     fc = Forecaster("naive", **WINDOW).fit(frame)
     summary, detail = fc.evaluate(), fc.evaluate(detail=True)

@@ -290,6 +290,40 @@ def test_coverage_propagates_nan_as_the_other_metrics_do() -> None:
     assert math.isnan(summary.overall["coverage_0.8"]) and math.isnan(summary.overall["rho_risk_0.5"])
 
 
+def test_accumulators_skip_missing_truths_when_asked() -> None:
+    """``missing="skip"`` scores each cell over the windows that observed it: the same as scoring the observed
+    truths alone (scikit-learn on the observed cells), per horizon step too; ``"propagate"`` keeps NaN."""
+    rng = np.random.default_rng(0)
+    pred, true = rng.normal(size=(2, 40, 3, 2)) + 5
+    true[rng.random(true.shape) < 0.3] = np.nan
+    observed = ~np.isnan(true)
+    point = metrics.MetricAccumulator(missing="skip")
+    for rows in (slice(0, 17), slice(17, 40)):  # two batches
+        point.update(torch.from_numpy(pred[rows]), torch.from_numpy(true[rows]))
+    summary = point.summary()
+    assert summary.overall["mse"] == pytest.approx(mean_squared_error(true[observed], pred[observed]), rel=1e-12)
+    assert summary.overall["mape"] == pytest.approx(
+        mean_absolute_percentage_error(true[observed], pred[observed]), rel=1e-12)
+    step = observed[:, 1]  # [N, C] the second step's observed truths
+    assert summary.per_horizon["mae"][1] == pytest.approx(
+        mean_absolute_error(true[:, 1][step], pred[:, 1][step]), rel=1e-12)
+    assert summary.n_windows == 40 and summary.n_zero_truth == 0
+    quantiles = {0.1: pred - 1, 0.5: pred, 0.9: pred + 1}
+    probabilistic = metrics.ProbabilisticAccumulator(missing="skip")
+    probabilistic.update({level: torch.from_numpy(values) for level, values in quantiles.items()},
+                         torch.from_numpy(true))
+    overall = probabilistic.summary().overall
+    inside = (np.abs(true - pred) <= 1)[observed]
+    assert overall["coverage_0.8"] == pytest.approx(inside.mean(), rel=1e-12)
+    pinball = mean_pinball_loss(true[observed], quantiles[0.9][observed], alpha=0.9)
+    assert overall["rho_risk_0.9"] == pytest.approx(2 * pinball * observed.sum() / np.abs(true[observed]).sum())
+    kept = metrics.MetricAccumulator()  # the default: NaN propagates
+    kept.update(torch.from_numpy(pred), torch.from_numpy(true))
+    assert math.isnan(kept.summary().overall["mse"])
+    with pytest.raises(ConfigError, match="missing"):
+        metrics.MetricAccumulator(missing="drop")
+
+
 def test_interval_coverage_of_samples_hand_computed() -> None:
     # 11 samples 0, 1, ..., 10 per cell: linear quantiles 0.1 -> 1.0 and 0.9 -> 9.0, so the
     # nominal 80% interval is [1, 9]; truths 0.5, 1, 5, 9, 9.5 -> 3 of 5 inside.

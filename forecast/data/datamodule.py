@@ -64,6 +64,12 @@ def _wall_clock(dates: pd.DatetimeIndex) -> np.ndarray:
     return (dates.tz_localize(None) if dates.tz is not None else dates).to_numpy()
 
 
+def _observed(values: np.ndarray, filled: np.ndarray | None) -> np.ndarray:
+    """The values a forecast is scored against (original units): NaN where ``fill_nan`` filled them, as no
+    forecast should be scored against a value made up for the gap (a forward fill is what ``naive`` forecasts)."""
+    return values if filled is None else np.where(filled, np.nan, values)
+
+
 def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int]]], fitted: FittedState,
                   cfg: DataConfig) -> tuple[dict[str, WindowDataset], dict[str, np.ndarray]]:
     """Each split's windows over a panel: every series' split rows back to back, each window inside its series."""
@@ -88,7 +94,8 @@ def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
             starts=offsets[windows[:, 0]] + windows[:, 1] - first[windows[:, 0]],  # [N]
             series=np.array([scaled.position for scaled in rows], dtype=np.int64)[windows[:, 0]],  # [N]
             static=static,
-            truth=np.concatenate([series.target[span] for series, span in zip(panel.series, pick)])[:, None],
+            truth=np.concatenate([_observed(series.target, series.filled_target)[span]
+                                  for series, span in zip(panel.series, pick)])[:, None],  # [T_split, 1]
         )
         split_dates[name] = np.concatenate([_wall_clock(series.dates[span]) for series, span in zip(panel.series, pick)])
     return datasets, split_dates
@@ -202,7 +209,8 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     fitted = given or FittedState.fit(series, borders["train"], source.label, options, *windows)
     scaled = fitted.scale(series)  # [T, C]
     marks = time_features(series.dates, series.freq, cfg.time_encoding)  # [T, F]
-    truth = series.values[:, series.values.shape[1] - fitted.c_out:]  # [T, C_out] original units
+    outputs = slice(series.values.shape[1] - fitted.c_out, None)
+    truth = _observed(series.values[:, outputs], series.filled[:, outputs] if series.filled is not None else None)
     datasets = {name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len,
                                     truth=truth[start:end])
                 for name, (start, end) in borders.items()}

@@ -272,8 +272,9 @@ class FittedState:
             return series
         require_fitted_columns(series.input_columns, self.input_columns, series.source)
         positions = [list(series.input_columns).index(column) for column in self.input_columns]
+        filled = series.filled[:, positions] if series.filled is not None else None
         return dataclasses.replace(series, values=series.values[:, positions], input_columns=self.input_columns,
-                                   output_columns=self.output_columns)  # [T, C] in the fitted order
+                                   output_columns=self.output_columns, filled=filled)  # [T, C] in the fitted order
 
     def scale_panel(self, panel: Panel) -> list[PanelRows]:
         """Each series of ``panel`` scaled as the fit scaled it: its fit position, inputs ``[T, C_in]``,
@@ -312,7 +313,8 @@ class FittedState:
                 f"seq_len={seq_len} rows. Fix: pass a longer frame."
             )
         rows = slice(series.n_rows - seq_len, series.n_rows)
-        last = dataclasses.replace(series, dates=series.dates[rows], values=series.values[rows])  # [L] rows
+        last = dataclasses.replace(series, dates=series.dates[rows], values=series.values[rows],
+                                   filled=series.filled[rows] if series.filled is not None else None)  # [L] rows
         offset = series.freq
         x_dates = last.dates  # [L]
         future_index = pd.date_range(start=x_dates[-1] + offset, periods=pred_len, freq=offset,

@@ -94,6 +94,7 @@ class TimeSeries:
     target column as resolved (``None``: ``M`` over every column with no target),
     ``date_column`` the name of the time axis: its column, or the DatetimeIndex's name, and
     ``date_format`` the format its text was read in when it leads with day and month (else ``None``).
+    ``filled`` marks the values ``fill_nan`` filled (``None``: none was), which are no truth to score.
     """
 
     source: str
@@ -105,6 +106,7 @@ class TimeSeries:
     target: Hashable | None = None
     date_column: Hashable | None = None
     date_format: str | None = None
+    filled: np.ndarray | None = None  # [T, C] bool
 
     @property
     def n_rows(self) -> int:
@@ -1231,6 +1233,7 @@ def prepare_series(
         fitted_columns=fitted_columns,
     )
     values = _numeric_values(frame, input_columns, origin)
+    filled = ~np.isfinite(values.to_numpy())  # [T, C]
     values = _fill_non_finite(values, fill_nan, origin)
     offset = _resolve_frequency(
         dates, freq, allow_irregular=allow_irregular, allow_duplicates=allow_duplicates, origin=origin
@@ -1245,4 +1248,5 @@ def prepare_series(
         target=target,
         date_column=date_column,
         date_format=date_format,
+        filled=filled if filled.any() else None,
     )

@@ -71,7 +71,8 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class PanelSeries:
     """One series of a panel: ``dates [T]``, ``target [T]``, ``past [T, K_past]``,
-    ``future [T, K_future]`` (float64) and its static covariates by name."""
+    ``future [T, K_future]`` (float64) and its static covariates by name; ``filled_target [T]`` marks the
+    target values ``fill_nan`` filled (``None``: none was)."""
 
     id: Hashable
     dates: pd.DatetimeIndex
@@ -79,6 +80,7 @@ class PanelSeries:
     past: np.ndarray
     future: np.ndarray
     static: dict[Hashable, Any]
+    filled_target: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -315,8 +317,9 @@ def prepare_panel(
         dates = parse_dates(rows[date_column], column=date_column, origin=where, date_format=date_format)
         dates = to_zone(dates, time_zone, column=date_column, origin=where)
         offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
-        values = _fill_non_finite(_numeric_values(rows, numeric, where, panel=True), fill_nan, where,
-                                  panel=True).to_numpy(np.float64)
+        raw = _numeric_values(rows, numeric, where, panel=True)
+        filled = ~np.isfinite(raw.iloc[:, 0].to_numpy())  # [T] the target's
+        values = _fill_non_finite(raw, fill_nan, where, panel=True).to_numpy(np.float64)
         if first_freq is None:
             first_freq = (series_id, offset)
         elif offset != first_freq[1]:
@@ -327,7 +330,8 @@ def prepare_panel(
                 "check every series against it."
             )
         series.append(PanelSeries(series_id, dates, values[:, 0], values[:, 1:1 + n_past], values[:, 1 + n_past:],
-                                  _static_values(rows, covariates["static_covariates"], where)))
+                                  _static_values(rows, covariates["static_covariates"], where),
+                                  filled if filled.any() else None))
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
     _check_ids([one.id for one in series], origin.label, id_column)
