@@ -245,6 +245,30 @@ def test_bf16_mixed_precision_trains_and_scores_every_window(name):
     assert all(p.dtype == torch.float32 for p in module.parameters())  # autocast: weights stay float32
 
 
+def test_gradient_clipping_under_mixed_precision_trains():
+    """Lightning refuses to clip a fused optimizer's gradients under mixed precision: precision="bf16-mixed" with
+    gradient_clip_val failed every fit. Such a run takes Adam's per-tensor loop, and its gradients are clipped."""
+    dm = datamodule("M", batch_size=7)
+    torch.manual_seed(0)
+    module = ForecastModule(build_model("dlinear", DataSpec.from_fitted(dm.fitted)), learning_rate=1e-3)
+    norms = []
+
+    class GradientNorm(Callback):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):  # the gradients stepped on
+            norms.append(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in pl_module.parameters()])))
+
+    run = trainer(limit_train_batches=2, limit_val_batches=1, precision="bf16-mixed", gradient_clip_val=1e-3,
+                  gradient_clip_algorithm="norm", callbacks=[GradientNorm()])
+    with lightning_warnings():
+        run.fit(module, datamodule=dm)
+    assert run.optimizers[0].defaults["fused"] is None  # the fused kernel only where nothing clips
+    assert len(norms) == 2 and max(norms) <= 1e-3 * 1.001
+    plain = trainer(limit_train_batches=1, limit_val_batches=1, precision="bf16-mixed")
+    with lightning_warnings():
+        plain.fit(ForecastModule(build_model("dlinear", DataSpec.from_fitted(dm.fitted))), datamodule=dm)
+    assert plain.optimizers[0].defaults["fused"] is True
+
+
 @pytest.mark.parametrize("native", [True, False])
 def test_bf16_on_a_cpu_without_bf16_instructions_warns_once_with_the_fix(native, monkeypatch, caplog):
     """Emulated bf16 makes a step several times slower (benchmarks/README.md): say so where it is asked for."""
