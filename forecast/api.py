@@ -370,14 +370,21 @@ class Forecaster:
              columns: Sequence[Hashable] | None = None, history: int | None = None, series: Hashable | None = None,
              future_covariates: Table | None = None) -> Figure:
         """A Figure of the forecast of the real future (a panel's: of series ``series``), or of window
-        ``window`` of ``split`` against the truth: :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
+        ``window`` of ``split`` against the truth (of ``df``'s windows, cut as the fit cut its data, where ``df`` is
+        given: a loaded forecaster holds no data): :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
+        if window is not None and df is not None:
+            return self.predictor.plot(window=window, split=split, columns=columns, history=history, series=series,
+                                       future_covariates=future_covariates, windows=self.windows_of(df, windows=split))
         return self.predictor.plot(df, window=window, split=split, columns=columns, history=history, series=series,
                                    future_covariates=future_covariates)
 
     def attention_weights(self, df: Table | None = None, *, window: int | None = None,
                           split: str = "test") -> list[Any]:
-        """The encoder's attention weights for one input window: :meth:`Predictor.attention_weights
-        <forecast.predictor.Predictor.attention_weights>`."""
+        """The encoder's attention weights for one input window (a window of ``df`` where both are given, as
+        :meth:`plot`): :meth:`Predictor.attention_weights <forecast.predictor.Predictor.attention_weights>`."""
+        if window is not None and df is not None:
+            return self.predictor.attention_weights(window=window, split=split,
+                                                    windows=self.windows_of(df, windows=split))
         return self.predictor.attention_weights(df, window=window, split=split)
 
     # ---------------------------------------------------------------- save and load

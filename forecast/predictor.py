@@ -490,7 +490,8 @@ class Predictor:
         if self.datamodule is None:
             raise ConfigError(
                 f"{action} needs the data the model was fitted on, and a loaded Forecaster holds none. Fix: "
-                "pass the data explicitly (predict(df), evaluate(data)) or fit again."
+                "pass the data explicitly: predict(df), evaluate(data), plot(df, window=i), "
+                "attention_weights(df, window=i)."
             )
         return self.datamodule
 
@@ -563,11 +564,13 @@ class Predictor:
             return self._panel_frame(future.batch, future.index)
         return self._forecast_frame(future.batch, future.index)
 
-    def _window_input(self, window: int, split: str) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
-        """One dataset window as a batch of one, with its lookback and label+horizon timestamps."""
+    def _window_input(self, window: int, split: str, windows: WindowDataModule | None = None
+                      ) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
+        """One window of ``windows`` (default: the fitted data's) as a batch of one, with its lookback and
+        label+horizon timestamps."""
         # evaluate's choices: the data module's 'predict' is another split's windows under its loader's name.
         require_choice("split", split, SPLIT_NAMES)
-        datamodule = self.require_data("a window of the data")
+        datamodule = windows if windows is not None else self.require_data("a window of the data")
         window = require_int("window", window)
         dataset = datamodule.dataset(split)
         if not -len(dataset) <= window < len(dataset):
@@ -577,10 +580,11 @@ class Predictor:
         x_dates, y_dates = datamodule.window_timestamps(split)
         return {key: value.unsqueeze(0) for key, value in item.items()}, x_dates[window], y_dates[window]
 
-    def _window_frames(self, window: int, split: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int | None]:
+    def _window_frames(self, window: int, split: str, windows: WindowDataModule | None
+                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int | None]:
         """History, forecast and truth frames (original units) of one window of a split, and its panel series'
         index (``None`` for a wide table)."""
-        batch, x_dates, y_dates = self._window_input(window, split)
+        batch, x_dates, y_dates = self._window_input(window, split, windows)
         fitted, label_len = self.fitted_state, self.fitted_state.label_len
         c_out = len(fitted.output_columns)
         columns = self.output_columns
@@ -618,6 +622,7 @@ class Predictor:
         history: int | None = None,
         series: Hashable | None = None,
         future_covariates: Table | None = None,
+        windows: WindowDataModule | None = None,
     ) -> Figure:
         """A Figure of the forecast with its history (and quantile bands, if any).
 
@@ -627,14 +632,17 @@ class Predictor:
         the forecast of window ``i`` of the fitted data's ``split`` (``'train'``, ``'val'`` or ``'test'``; a
         panel's windows of every series in turn) against the truth, with its lookback as history. ``columns`` picks
         variables (a name or a list; default all outputs). ``history`` also shortens a window's lookback.
+        ``windows``: the data module whose window ``window`` is drawn, default the fitted data's
+        (:meth:`Forecaster.windows_of <forecast.api.Forecaster.windows_of>` cuts other data's, as
+        ``Forecaster.plot(df, window=i)`` does).
         """
         fitted = self.fitted_state
         rows = require_int("history", history, 0, optional=True)
         if window is not None:
             if df is not None or series is not None or future_covariates is not None:
-                raise ConfigError("plot(window=...) draws a window of the fitted data: df, series and "
-                                  "future_covariates are for the forecast of the real future. Fix: give either.")
-            past, future, truth, series_index = self._window_frames(window, split)
+                raise ConfigError("plot(window=...) draws a window of the fitted data or of windows=...: df, series "
+                                  "and future_covariates are for the forecast of the real future. Fix: give either.")
+            past, future, truth, series_index = self._window_frames(window, split, windows)
             if rows is not None:
                 past = past.iloc[_last_rows(len(past), rows)]
             title = f"{self.model_name}: {split} window {window}"
@@ -665,11 +673,12 @@ class Predictor:
         *,
         window: int | None = None,
         split: str = "test",
+        windows: WindowDataModule | None = None,
     ) -> list[Any]:
         """The encoder's attention weights, one entry per layer, for one input window.
 
         The input is the lookback before the real future of ``df`` (default the fitted
-        data), or window ``window`` of ``split``. Entries are what each attention
+        data), or window ``window`` of ``split`` (of ``windows``, as :meth:`plot`). Entries are what each attention
         returns (see :mod:`forecast.layers.attention`): ``ProbSparseWeights`` for
         ``prob`` (plot with :func:`forecast.plotting.plot_probsparse`), a dense
         ``[1, H, L, S]`` tensor for ``full``, ``LogSparseWeights`` for ``logsparse``
@@ -680,7 +689,10 @@ class Predictor:
         """
         model = self.model
         if window is not None:
-            batch = self._window_input(window, split)[0]
+            if df is not None:
+                raise ConfigError("attention_weights(df, window=...): a window of df is cut by its data module; "
+                                  "Forecaster.attention_weights(df, window=i) does it, or pass windows=...")
+            batch = self._window_input(window, split, windows)[0]
         else:
             batch = self._future_input(df).batch
         with inference(model, batch) as (x, x_mark, y_mark):

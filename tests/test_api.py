@@ -342,6 +342,25 @@ def test_a_saved_forecaster_records_the_csv_file_it_was_fitted_on(fitted, csv, f
     assert json.loads((on_frame / "config.json").read_text())["data_file"] is None
 
 
+def test_a_loaded_forecaster_plots_and_explains_a_window_of_the_data_given(fitted, csv, tmp_path):
+    """A loaded forecaster holds no data: plot(window=0) asked for it, and the fix (pass the data) was refused,
+    plot(df, window=0) as "give either", attention_weights(df, window=0) by ignoring df."""
+    loaded = Forecaster.load(fitted.save(tmp_path / "model"))
+    for without_data in (lambda: loaded.plot(window=0), lambda: loaded.attention_weights(window=0)):
+        with pytest.raises(ConfigError, match=re.escape("plot(df, window=i), attention_weights(df, window=i)")):
+            without_data()
+    for split in ("test", "val"):
+        expected, drawn = fitted.plot(window=3, split=split), loaded.plot(csv, window=3, split=split)
+        assert drawn.texts[0].get_text() == expected.texts[0].get_text()  # the title names the window
+        for ours, theirs in zip(drawn.axes, expected.axes, strict=True):
+            for line, reference in zip(ours.get_lines(), theirs.get_lines(), strict=True):
+                np.testing.assert_allclose(line.get_ydata(), reference.get_ydata(), rtol=1e-6)
+    weights = loaded.attention_weights(csv, window=2)  # ProbSparseWeights, one per encoder layer
+    for ours, theirs in zip(weights, fitted.attention_weights(window=2), strict=True):
+        torch.testing.assert_close(ours.selected_weights, theirs.selected_weights)
+        torch.testing.assert_close(ours.selected_queries, theirs.selected_queries)
+
+
 def test_a_forecaster_fitted_in_a_time_zone_reads_other_zones_into_it(frame, tmp_path):
     """The same instants in another zone gave another forecast (time features on the other clock); timestamps
     without a zone are refused by name. A run saved before the zone was kept reads data as it comes."""
