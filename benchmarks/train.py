@@ -242,6 +242,7 @@ class BatchedWindows:
         self.windows = windows
         self.x_steps = torch.arange(windows.seq_len)  # [L]
         self.y_steps = torch.arange(windows.label_len + windows.pred_len) + windows.seq_len - windows.label_len
+        self.truth_steps = torch.arange(windows.pred_len) + windows.seq_len
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -257,7 +258,7 @@ class BatchedWindows:
         series = self.windows.series[positions]  # [B]
         return {"x": values[x_rows], "y": values[y_rows], "x_mark": marks[x_rows], "y_mark": marks[y_rows],
                 "x_known": known[x_rows], "y_known": known[y_rows], "series": series,
-                "static": self.windows.static[series]}
+                "static": self.windows.static[series], "truth": self.windows.truth[starts + self.truth_steps]}
 
 
 def _already_collated(batch: dict[str, Any]) -> dict[str, Any]:

@@ -372,20 +372,23 @@ class Forecaster:
         """A Figure of the forecast of the real future (a panel's: of series ``series``), or of window
         ``window`` of ``split`` against the truth (of ``df``'s windows, cut as the fit cut its data, where ``df`` is
         given: a loaded forecaster holds no data): :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
-        if window is not None and df is not None:
-            return self.predictor.plot(window=window, split=split, columns=columns, history=history, series=series,
-                                       future_covariates=future_covariates, windows=self.windows_of(df, windows=split))
+        windows, df = self._window_source(df, window, split)
         return self.predictor.plot(df, window=window, split=split, columns=columns, history=history, series=series,
-                                   future_covariates=future_covariates)
+                                   future_covariates=future_covariates, windows=windows)
 
     def attention_weights(self, df: Table | None = None, *, window: int | None = None,
                           split: str = "test") -> list[Any]:
         """The encoder's attention weights for one input window (a window of ``df`` where both are given, as
         :meth:`plot`): :meth:`Predictor.attention_weights <forecast.predictor.Predictor.attention_weights>`."""
-        if window is not None and df is not None:
-            return self.predictor.attention_weights(window=window, split=split,
-                                                    windows=self.windows_of(df, windows=split))
-        return self.predictor.attention_weights(df, window=window, split=split)
+        windows, df = self._window_source(df, window, split)
+        return self.predictor.attention_weights(df, window=window, split=split, windows=windows)
+
+    def _window_source(self, df: Table | None, window: int | None, split: str
+                       ) -> tuple[WindowDataModule | None, Table | None]:
+        """``(df's windows, None)`` where a window of ``df`` is asked for, else ``(None, df)``."""
+        if window is None or df is None:
+            return None, df
+        return self.windows_of(df, windows=split), None
 
     # ---------------------------------------------------------------- save and load
 
