@@ -754,7 +754,8 @@ def test_help_describes_each_option_in_plain_text(capsys):
     out = capsys.readouterr().out
     entries = help_defaults(out)
     for option, words in [("--model.qk_kernel_size", "the causal convolution's kernel"),
-                          ("--model.head", "gaussian"), ("--data.seq_len", "the lookback"),
+                          ("--model.head", "gaussian"), ("--model.revin_center", "the location revin subtracts"),
+                          ("--data.seq_len", "the lookback"),
                           ("--data.split", "three fractions"), ("--data.fill_nan", "interpolate"),
                           ("--trainer.patience", "without a lower validation loss"),
                           ("--trainer.gradient_clip_val", "gradient clipping"), ("--seed", "seeds")]:

@@ -51,6 +51,23 @@ CENTERS: tuple[str, ...] = ("mean", "last", "learned", "persistence")
 _START_MARGIN = 0.02
 
 
+_REVIN_ATTRIBUTES = """
+        revin: reversible instance normalization: each window normalized by its own location and
+            standard deviation per variable, the forecast mapped back.
+        revin_affine: RevIN's learned per-variable affine.
+        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
+            ``learned`` per-variable mix of the two, or that mix started where the training windows
+            put it (``persistence``).
+"""
+
+
+def documents_revin_options(config: type) -> type:
+    """Class decorator: the RevIN options' descriptions added to a config dataclass's ``Attributes:`` section,
+    its docstring's last, which ``--help`` reads (one copy for every model that has the options)."""
+    config.__doc__ = (config.__doc__ or "").rstrip() + _REVIN_ATTRIBUTES
+    return config
+
+
 def validate_revin_options(revin: object, revin_affine: object, revin_center: object = "mean") -> None:
     """The ``revin``/``revin_affine``/``revin_center`` options every neural model's config shares."""
     require_bool("revin", revin)

@@ -21,12 +21,18 @@ from torch import Tensor, nn
 from forecast.checks import require_bool, require_int
 from forecast.errors import ConfigError
 from forecast.layers.embedding import split_step_features
-from forecast.layers.normalization import Center, ReversibleInstanceNorm, validate_revin_options
+from forecast.layers.normalization import (
+    Center,
+    ReversibleInstanceNorm,
+    documents_revin_options,
+    validate_revin_options,
+)
 from forecast.models.base import DataSpec, ForecastModel
 
 __all__ = ["DLinear", "DLinearConfig", "moving_average"]
 
 
+@documents_revin_options
 @dataclass(frozen=True)
 class DLinearConfig:
     """Options of DLinear (Zeng et al., AAAI 2023).
@@ -34,12 +40,6 @@ class DLinearConfig:
     Attributes:
         kernel_size: the moving average's length in steps (odd; the paper's 25).
         individual: a pair of linear maps per variable instead of one shared pair.
-        revin: reversible instance normalization: each window normalized by its own location and
-            standard deviation per variable, the forecast mapped back.
-        revin_affine: RevIN's learned per-variable affine.
-        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
-            ``learned`` per-variable mix of the two, or that mix started where the training windows
-            put it (``persistence``).
     """
 
     kernel_size: int = 25

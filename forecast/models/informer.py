@@ -39,12 +39,19 @@ from forecast.layers.blocks import (
 )
 from forecast.layers.channels import merge_series, per_series, series_rows
 from forecast.layers.embedding import DataEmbedding, PaddingMode
-from forecast.layers.normalization import Center, ReversibleInstanceNorm, WindowStats, validate_revin_options
+from forecast.layers.normalization import (
+    Center,
+    ReversibleInstanceNorm,
+    WindowStats,
+    documents_revin_options,
+    validate_revin_options,
+)
 from forecast.models.base import DataSpec, ForecastModel, check_batch
 
 Channels = Literal["joint", "independent"]
 
 
+@documents_revin_options
 @dataclass(frozen=True)
 class InformerConfig:
     """Architecture of Informer; the defaults are the paper's (Informer2020 ``main_informer``).
@@ -69,12 +76,6 @@ class InformerConfig:
         attention_options: further arguments of the attention classes.
         channels: ``joint`` (the paper's: one sequence of all variables per window) or
             ``independent`` (one sequence per output variable, shared weights).
-        revin: reversible instance normalization: each window normalized by its own location and
-            standard deviation per variable, the forecast mapped back.
-        revin_affine: RevIN's learned per-variable affine.
-        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
-            ``learned`` per-variable mix of the two, or that mix started where the training windows
-            put it (``persistence``).
         linear_skip: add a linear map of each forecast variable's input window to its forecast
             (:class:`~forecast.layers.blocks.LinearSkip`), in RevIN's normalized space when ``revin`` is on.
     """

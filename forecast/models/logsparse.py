@@ -69,7 +69,12 @@ from forecast.layers.blocks import Activation, LinearSkip, PreNormCausalBlock
 from forecast.layers.dropout import Dropout
 from forecast.layers.embedding import PositionalEmbedding, time_embedding
 from forecast.layers.masks import validate_logsparse_options
-from forecast.layers.normalization import Center, ReversibleInstanceNorm, validate_revin_options
+from forecast.layers.normalization import (
+    Center,
+    ReversibleInstanceNorm,
+    documents_revin_options,
+    validate_revin_options,
+)
 from forecast.models.base import SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
 from forecast.models.logsparse_rollout import Rollout, standard_normal
 from forecast.models.logsparse_tokens import TokenLayout
@@ -80,6 +85,7 @@ Decoding = Literal["one_shot", "autoregressive"]
 Head = Literal["point", "gaussian"]
 Channels = Literal["independent", "joint"]
 
+@documents_revin_options
 @dataclass(frozen=True)
 class LogSparseConfig:
     """Architecture of the LogSparse Transformer (no training settings).
@@ -107,12 +113,6 @@ class LogSparseConfig:
         min_scale: the floor of the Gaussian head's scale on the standardized scale.
         dense_reference: run the log-sparse attention through its dense masked reference (tests and
             comparisons only: the same numbers, quadratic memory).
-        revin: reversible instance normalization: each window normalized by its own location and
-            standard deviation per variable, the forecast mapped back.
-        revin_affine: RevIN's learned per-variable affine.
-        revin_center: the location RevIN subtracts: the window's ``mean``, its ``last`` value, a
-            ``learned`` per-variable mix of the two, or that mix started where the training windows
-            put it (``persistence``).
         linear_skip: add a linear map of each series' input window to its one-shot forecast
             (:class:`~forecast.layers.blocks.LinearSkip`; the Gaussian head's mean), in RevIN's
             normalized space when ``revin`` is on.
