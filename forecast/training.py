@@ -151,6 +151,10 @@ class TrainingConfig:
         if not isinstance(self.extra_trainer_options, dict):
             raise ConfigError(f"extra_trainer_options must be a dict of lightning.Trainer arguments, "
                               f"got extra_trainer_options={self.extra_trainer_options!r}")
+        if str(self.precision).endswith("-true"):  # Lightning casts the batches it feeds, not the package's own
+            raise ConfigError(f"precision={self.precision!r} casts the weights themselves, and calibration and "
+                              "predict feed the model float32 windows. Fix: precision='bf16-mixed' (autocast, the "
+                              "weights in float32) or leave it unset.")
         limit = self.limit_train_batches
         if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:  # Lightning's way to skip
             raise ConfigError(

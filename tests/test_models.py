@@ -226,3 +226,40 @@ def test_a_type_error_inside_a_model_is_not_reported_as_an_unknown_option(monkey
     monkeypatch.setitem(MODELS, "informer", broken)
     with pytest.raises(TypeError, match="a bug inside the model"):
         build_model("informer", spec(), d_model=16)
+
+
+def test_a_stack_deeper_than_the_window_halves_is_refused():
+    """InformerStack's encoder i reads the last seq_len // 2**i steps; one that rounds to 0 read the whole window
+    ([:, -0:]), so seq_len=4 with four encoders made a memory of 11 steps instead of 7."""
+    s = DataSpec(seq_len=4, label_len=0, pred_len=1, c_in=1, c_out=1, n_time_features=1)
+    options = dict(d_model=16, n_heads=2, d_ff=16)
+    with pytest.raises(ConfigError, match=r"stack=\(1, 1, 1, 1\): its entry 3 \(from 0\) would read the last "
+                                          r"seq_len // 2\*\*3 = 0 steps"):
+        build_model("informer", s, stack=(1, 1, 1, 1), **options)
+    memory, _ = build_model("informer", s, stack=(1, 1, 1), **options).encode(torch.randn(1, 4, 1), torch.rand(1, 4, 1))
+    assert memory.shape[1] == 4 + 2 + 1
+
+
+@pytest.mark.parametrize("owned", ["causal", "dropout"])
+def test_attention_options_the_model_sets_itself_are_refused(owned):
+    """They reached build_attention twice: a raw TypeError (multiple values for keyword argument)."""
+    with pytest.raises(ConfigError, match=rf"\['{owned}'\] are the model's own.*Fix: leave them out"):
+        InformerConfig(attention_options={owned: 0.2})
+
+
+def test_dlinear_checks_its_batch_against_its_spec():
+    """A batch of other variables or marks was forecast silently, another window length failed inside a matmul."""
+    s = DataSpec(seq_len=32, label_len=8, pred_len=8, c_in=1, c_out=1, n_time_features=1)
+    model = build_model("dlinear", s)
+    with pytest.raises(DataError, match=r"dlinear: x has shape \(2, 32, 4\), expected \[B, 32, 1\]"):
+        model(torch.randn(2, 32, 4), torch.rand(2, 32, 1), torch.rand(2, 16, 1))
+    with pytest.raises(DataError, match=r"dlinear: x has shape \(2, 40, 1\)"):
+        model(torch.randn(2, 40, 1), torch.rand(2, 40, 1), torch.rand(2, 16, 1))
+
+
+def test_positions_past_the_cached_table_keep_the_models_dtype():
+    """The position table regrown past 1024 steps came back float32 in a bf16 model (a mixed-dtype error)."""
+    s = DataSpec(seq_len=1000, label_len=0, pred_len=30, c_in=1, c_out=1, n_time_features=1)
+    model = build_model("logsparse", s, d_model=16, n_heads=2, d_ff=16, n_layers=1).to(torch.bfloat16).eval()
+    marks = torch.rand(1, 1000, 1, dtype=torch.bfloat16), torch.rand(1, 30, 1, dtype=torch.bfloat16)
+    assert model(torch.randn(1, 1000, 1, dtype=torch.bfloat16), *marks).dtype == torch.bfloat16

@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from forecast.data import WindowDataModule
+from forecast.errors import ConfigError
 from forecast.models import MODELS, DataSpec, build_model
 from forecast.module import ForecastModule
 from forecast.training import TrainingConfig, build_trainer, has_trainable_parameters, lightning_warnings
@@ -267,6 +268,15 @@ def test_gradient_clipping_under_mixed_precision_trains():
     with lightning_warnings():
         plain.fit(ForecastModule(build_model("dlinear", DataSpec.from_fitted(dm.fitted))), datamodule=dm)
     assert plain.optimizers[0].defaults["fused"] is True
+
+
+@pytest.mark.parametrize("precision", ["bf16-true", "16-true"])
+def test_true_half_precision_is_refused_with_the_fix(precision):
+    """Calibration and predict feed float32 windows to the model: a bf16-true fit failed after training (a matmul
+    of Float and BFloat16), and predict did under any recipe."""
+    with pytest.raises(ConfigError, match=rf"precision='{precision}' casts the weights themselves.*Fix: "
+                                          r"precision='bf16-mixed'"):
+        TrainingConfig(precision=precision)
 
 
 @pytest.mark.parametrize("native", [True, False])

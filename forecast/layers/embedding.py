@@ -62,7 +62,7 @@ class PositionalEmbedding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         length = x.shape[1]
         if length > self.table.shape[0]:
-            self.table = sinusoidal_table(length, self.d_model).to(self.table.device)
+            self.table = sinusoidal_table(length, self.d_model).to(self.table.device, self.table.dtype)
         return self.table[:length].unsqueeze(0)  # [1, L, D]
 
 

@@ -27,7 +27,7 @@ from forecast.layers.normalization import (
     documents_revin_options,
     validate_revin_options,
 )
-from forecast.models.base import DataSpec, ForecastModel
+from forecast.models.base import DataSpec, ForecastModel, check_batch
 
 __all__ = ["DLinear", "DLinearConfig", "moving_average"]
 
@@ -112,6 +112,7 @@ class DLinear(ForecastModel):
         return self.revin is not None
 
     def forward(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> Tensor:
+        check_batch(self.spec, "dlinear", x, x_mark, y_mark)
         stats = self.revin.statistics(x) if self.revin is not None else None
         if stats is not None:
             x = self.revin.normalize(x, stats)

@@ -121,6 +121,11 @@ class InformerConfig:
         if not isinstance(self.attention_options, dict):
             raise ConfigError(f"attention_options must be a dict of attention arguments, "
                               f"got attention_options={self.attention_options!r}")
+        owned = sorted({"causal", "dropout"} & set(self.attention_options))
+        if owned:
+            raise ConfigError(f"attention_options={self.attention_options!r}: {owned} are the model's own (dropout is "
+                              "the dropout option; the decoder's self-attention is causal, the encoder's is not). "
+                              "Fix: leave them out of attention_options.")
 
 
 class Informer(ForecastModel):
@@ -152,6 +157,11 @@ class Informer(ForecastModel):
         self.encoder_embedding = DataEmbedding(n_inputs, **embedding)
         self.decoder_embedding = DataEmbedding(n_inputs, **embedding)
         depths = config.stack or (config.e_layers,)
+        if len(depths) > spec.seq_len.bit_length():  # encoder i reads the last seq_len // 2**i steps: at least one
+            deepest = spec.seq_len.bit_length()
+            raise ConfigError(f"stack={config.stack}: its entry {deepest} (from 0) would read the last seq_len // "
+                              f"2**{deepest} = 0 steps of seq_len={spec.seq_len}. Fix: at most {deepest} encoders, "
+                              "or a longer seq_len.")
         self.encoders = nn.ModuleList(self._encoder(depth) for depth in depths)
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(
