@@ -158,6 +158,19 @@ def test_original_units_score_against_the_datas_own_values():
     assert fc.evaluate().loc["mape", "original"] == pytest.approx(expected, rel=1e-6)  # forecasts: float32 windows
 
 
+def test_new_rows_off_the_fitted_grid_get_a_fix_predict_takes(frame):
+    """predict/evaluate on rows with gaps offered freq=... and allow_irregular=True, options they do not take."""
+    fc = Forecaster("naive", **WINDOW).fit(frame)
+    gappy = frame.drop(index=[350, 351])
+    for call in (lambda: fc.predict(gappy), lambda: fc.evaluate(gappy)):
+        with pytest.raises(DataError) as raised:
+            call()
+        message = str(raised.value)
+        assert "The model was fitted on rows every 'h', and reads new rows the same way. Fix: put them on that grid " \
+               "(df.set_index(date).asfreq('h'), then fill the gaps)" in message
+        assert "allow_irregular" not in message and "freq=" not in message
+
+
 def test_values_fill_nan_made_up_are_not_scored():
     """An outage in the test period, forward filled: the filled stretch is what naive forecasts, and it was
     scored as truth (MSE 0.0143 against 0.0336 over the observed values)."""

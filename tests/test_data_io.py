@@ -578,6 +578,11 @@ def test_fill_policies_match_pandas(policy, caplog):
     }[policy]
     np.testing.assert_allclose(series.values, expected.to_numpy())
     assert np.isfinite(series.values).all()
+    # interpolation reads the value after each gap, the future of a window ending inside it: said where it fills one
+    warned = [record for record in caplog.records if record.levelno == logging.WARNING and "interpolate" in
+              record.getMessage()]
+    assert len(warned) == (policy == "interpolate") and all("Fix: fill_nan='ffill'" in record.getMessage()
+                                                              for record in warned)
 
 
 @pytest.mark.parametrize("policy", ["ffill", "interpolate", "zero"])

@@ -142,14 +142,17 @@ def test_a_gap_names_the_file_series_column_and_table_row_with_a_panel_fix(tmp_p
     with pytest.raises(IrregularTimestampError) as raised:
         prepare_panel(path, **ROLES)
     message = str(raised.value)
-    recipe = ("df.set_index('ds').groupby('unique_id').resample('h').ffill()"
+    recipe = ("df.set_index('ds').groupby('unique_id').resample('h').asfreq()"
               ".drop(columns='unique_id', errors='ignore').reset_index()")
     for words in (f"{path}, series 's1'", "date column 'ds'", "row 33 (line 35 of the file)",
-                  "2024-01-02 07:00:00 is followed by 2024-01-02 09:00:00", recipe):
+                  "2024-01-02 07:00:00 is followed by 2024-01-02 09:00:00", recipe, "fill_nan='ffill'"):
         assert words in message
-    assert "allow_irregular" not in message and ".asfreq(" not in message  # a wide table's fixes
-    fixed = prepare_panel(eval(recipe, {"df": gap}), **ROLES)  # the fix it gives, as written, works on the long table
+    assert "allow_irregular" not in message  # a wide table's fix
+    # The fix it gives, as written, works on the long table, and the missing step stays marked as filled, never
+    # scored (a resample's ffill, the fix before, made it up as an observed value).
+    fixed = prepare_panel(eval(recipe, {"df": gap}), **ROLES, fill_nan="ffill")
     assert fixed["s1"].n_rows == 12 and fixed["s1"].target[3] == fixed["s1"].target[2]
+    assert fixed["s1"].filled_target.tolist() == [index == 3 for index in range(12)]
     assert fixed["s0"].n_rows == 30 and fixed["s2"].static == {"region": "east"}
 
 

@@ -1017,6 +1017,11 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin,
     before = (f", {leading} of them before their column's first value, filled with that value"
               if leading and fill_nan != "zero" else "")
     logger.info("%s: filled %d non-finite values with policy %r%s.", origin.label, (~finite).sum(), fill_nan, before)
+    if fill_nan == "interpolate" and leading < (~finite).sum():
+        logger.warning("%s: fill_nan='interpolate' fills each gap from the values on both sides of it, so a window "
+                       "whose lookback ends inside a gap reads the value after it, its own future: its forecast "
+                       "scores better than forecasting can (the filled values themselves are not scored). Fix: "
+                       "fill_nan='ffill' for honest scores.", origin.label)
     return filled
 
 
@@ -1154,10 +1159,12 @@ def _resolve_frequency(
     allow_irregular: bool,
     allow_duplicates: bool,
     origin: Origin,
+    fitted: bool = False,
 ) -> pd.DateOffset:
     """The given or inferred offset; steps that do not follow it are irregular.
 
-    Repeated timestamps, once accepted by ``allow_duplicates``, are not counted as steps.
+    Repeated timestamps, once accepted by ``allow_duplicates``, are not counted as steps. ``fitted``: new rows of a
+    fitted series, read with the fit's frequency and options (which a message must not offer to change).
     """
     offset = _infer_offset(dates, freq, origin)
     off_grid, expected = _off_grid(dates, offset, allow_duplicates=allow_duplicates)
@@ -1172,11 +1179,18 @@ def _resolve_frequency(
         skipped_hour = (dates[off_grid + 1] - expected[off_grid] == pd.Timedelta(hours=1)).all()
         fix = ((_clock_change_hint(dates, off_grid + 1) if skipped_hour else "") or semi_month_hint(dates, freq)
                or " Fix:")
+        if fitted and not allow_irregular:
+            raise IrregularTimestampError(
+                f"{message} The model was fitted on rows every {offset.freqstr!r}, and reads new rows the same way."
+                f"{fix} put them on that grid (df.set_index(date).asfreq({offset.freqstr!r}), then fill the gaps), or "
+                "give rows without gaps."
+            )
         if not allow_irregular:
             raise IrregularTimestampError(
-                f"{message}{fix} resample to a regular grid (df.set_index(date).asfreq(freq), "
-                "then fill), pass the right freq=..., or pass allow_irregular=True to use the rows "
-                "as they are (time features still use each row's own timestamp)."
+                f"{message}{fix} resample to a regular grid (df.set_index(date).asfreq(freq)) and pass "
+                "fill_nan='ffill' (the filled steps feed the model and are left out of the scores), pass the right "
+                "freq=..., or pass allow_irregular=True to use the rows as they are (time features still use each "
+                "row's own timestamp)."
             )
         logger.info("%s Accepted: allow_irregular=True.", message)
     return offset
@@ -1235,9 +1249,8 @@ def prepare_series(
     values = _numeric_values(frame, input_columns, origin)
     filled = ~np.isfinite(values.to_numpy())  # [T, C]
     values = _fill_non_finite(values, fill_nan, origin)
-    offset = _resolve_frequency(
-        dates, freq, allow_irregular=allow_irregular, allow_duplicates=allow_duplicates, origin=origin
-    )
+    offset = _resolve_frequency(dates, freq, allow_irregular=allow_irregular, allow_duplicates=allow_duplicates,
+                                origin=origin, fitted=fitted_columns is not None)
     return TimeSeries(
         source=origin.label,
         dates=dates,

@@ -210,17 +210,21 @@ def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, orig
             f"{offset.freqstr!r}; the first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, "
             f"expected {expected[row - 1]}.{semi_month_hint(dates, freq) or ' Fix:'} put every series on a regular "
             "grid, e.g. "
-            f"df = df.set_index({date_column!r}).groupby({id_column!r}).resample({offset.freqstr!r}).ffill()"
-            f".drop(columns={id_column!r}, errors='ignore').reset_index() (a missing step repeats its series' "
-            "row before it), pass the right freq=..., or leave the series out of the data."
+            f"df = df.set_index({date_column!r}).groupby({id_column!r}).resample({offset.freqstr!r}).asfreq()"
+            f".drop(columns={id_column!r}, errors='ignore').reset_index(), and pass fill_nan='ffill' (the missing "
+            "steps, empty there, are filled for the model's inputs and left out of the scores), pass the right "
+            "freq=..., or leave the series out of the data."
         )
     return offset
 
 
 def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Origin) -> dict[Hashable, Any]:
+    """Each static covariate's one value in a series' ``rows``: rows without it (a step a resample inserted) do
+    not contradict it."""
     values = {}
     for column in columns:
-        distinct = rows[column].drop_duplicates()
+        given = rows[column].dropna()
+        distinct = (given if len(given) else rows[column]).drop_duplicates()
         if len(distinct) != 1:
             raise DataError(f"{origin.label}: static covariate {column!r} takes {len(distinct)} values "
                             f"({list(distinct[:3])!r}...), one per series is expected. Fix: make it constant "

@@ -110,7 +110,9 @@ class LogSparseConfig:
         channels: ``independent`` (each output variable its own series through shared weights) or
             ``joint`` (one sequence of all variables per window).
         series_embedding: tell the independent series apart by a learned series-id embedding.
-        min_scale: the floor of the Gaussian head's scale on the standardized scale.
+        min_scale: the floor of the Gaussian head's scale in the network's space: the standardized scale, or with
+            ``revin`` each window's normalized one, which maps back times the window's standard deviation (a flat
+            window's is tiny, and so is its floor).
         dense_reference: run the log-sparse attention through its dense masked reference (tests and
             comparisons only: the same numbers, quadratic memory).
         linear_skip: add a linear map of each series' input window to its one-shot forecast
