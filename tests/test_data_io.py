@@ -642,8 +642,14 @@ def test_a_long_format_panel_read_as_one_series_is_named_with_the_fixes(ids):
                        r"'unique_id'.*df\.pivot\(index='ds', columns='unique_id'"):
         prepare_series(by_series, date_column="ds", target="y", features="S")
     by_time = by_series.sort_values(["ds", "unique_id"], kind="stable", ignore_index=True)
-    with pytest.raises(DuplicateTimestampError, match=r"long-format panel of 3 series.*df\[df\['unique_id'\] =="):
+    with pytest.raises(DuplicateTimestampError,
+                       match=r"long-format panel of 3 series.*df\[df\['unique_id'\] ==") as raised:
         prepare_series(by_time, date_column="ds", target="y", features="S")
+    # read as a panel first; never the one-series fixes, which would merge the series (allow_duplicates=True fitted
+    # the ids as a variable, drop_duplicates kept one series per timestamp)
+    message = str(raised.value)
+    assert "Fix: read it as one, fit(..., id_column='unique_id', target=<the column to forecast>)" in message
+    assert "allow_duplicates" not in message and "drop_duplicates" not in message and message.count("Fix:") == 1
 
 
 @pytest.mark.parametrize("start", ["2024-03-30", "2024-03-01"])  # day > 12 first, and dates that read both ways

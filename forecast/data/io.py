@@ -813,9 +813,10 @@ def _long_format_hint(frame: pd.DataFrame, dates: pd.DatetimeIndex, date_column:
         groups = stamps.groupby(ids.to_numpy(), sort=False)
         if all(group.is_monotonic_increasing and group.is_unique for _, group in groups):
             return (f" The rows look like a long-format panel of {count} series told apart by column {column!r}, "
-                    f"each in time order. Fix: forecast one series at a time (df[df[{column!r}] == some_id]), or "
-                    f"make one column per series (df.pivot(index={date_column!r}, columns={column!r}, "
-                    "values=<the target column>)).")
+                    f"each in time order. Fix: read it as one, fit(..., id_column={column!r}, target=<the column to "
+                    f"forecast>); or forecast one series at a time (df[df[{column!r}] == some_id]), or make one "
+                    f"column per series (df.pivot(index={date_column!r}, columns={column!r}, values=<the target "
+                    "column>)).")
     return ""
 
 
@@ -1239,8 +1240,8 @@ def prepare_series(
         _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
     except (UnsortedTimestampError, DuplicateTimestampError) as error:
         hint = _long_format_hint(frame, dates, date_column)
-        if hint:
-            raise type(error)(f"{error}{hint}") from None
+        if hint:  # its fixes replace the error's own (sorting, dropping or allowing repeats would merge the series)
+            raise type(error)(f"{str(error).partition(' Fix:')[0]}{hint}") from None
         raise
     input_columns, output_columns, target = _select_columns(
         frame, variables, features=features, target=target, columns=columns, origin=origin,
