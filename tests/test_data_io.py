@@ -111,6 +111,9 @@ BAD_INPUT = [
     ("dates written as YYYYMMDD numbers", lambda: make_frame(freq="D").assign(
         date=lambda f: f["date"].dt.strftime("%Y%m%d").astype(int)), {},
      UnparsableDateError, ["holds numbers (int64)", ".astype(str), format='%Y%m%d')", "YYYYMMDD"]),
+    ("spreadsheet day serials", lambda: make_frame(freq="D").assign(  # unit='s' made them 1970 seconds
+        date=lambda f: (f["date"] - pd.Timestamp("1899-12-30")).dt.days), {},
+     UnparsableDateError, ["holds numbers (int64)", "unit='D', origin='1899-12-30')", "spreadsheet day serials"]),
     ("thousands separators in every cell", lambda: make_frame().assign(
         OT=lambda f: [f"1,{i:03d}.5" for i in range(len(f))]), {},
      NonNumericColumnError, ["'OT'", "'1,000.5' (24 such rows). Fix:", "','"]),  # thousands=',' or .replace(',', '')
@@ -229,7 +232,8 @@ def test_without_a_target_m_keeps_every_column_in_order():
 
 @pytest.mark.parametrize("features", ["S", "MS"])
 def test_without_a_target_s_and_ms_forecast_the_last_numeric_column(features, caplog):
-    frame = make_frame(columns=("x", "y")).assign(site="north")  # the last column is text
+    """A flag after the series (a holiday column) was taken for the target, and forecast as 0 or 1."""
+    frame = make_frame(columns=("x", "y")).assign(site="north", holiday=False)  # the last columns: text, a flag
     with caplog.at_level(logging.INFO, logger="forecast.data.io"):
         series = prepare_series(frame, features=features, columns=["x", "y"] if features == "MS" else None)
     assert series.target == "y" and series.output_columns == ("y",)

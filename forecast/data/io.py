@@ -223,9 +223,13 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format
         # 20240131: a date written as a number, which pandas would read as nanoseconds since 1970.
         as_days = (pd.to_datetime(raw.astype("string"), format="%Y%m%d", errors="coerce")
                    if pd.api.types.is_integer_dtype(raw.dtype) else None)
+        # Spreadsheet serials count days from 1899-12-30: 20000-80000 are the years 1954-2119.
+        spreadsheet = bool(raw.between(20_000, 80_000).all())
         convert = (f"pd.to_datetime(df[{column!r}].astype(str), format='%Y%m%d') (its numbers are dates written "
                    "YYYYMMDD)" if as_days is not None and as_days.notna().all()
-                   else f"pd.to_datetime(df[{column!r}], unit='s')")
+                   else f"pd.to_datetime(df[{column!r}], unit='D', origin='1899-12-30') (its numbers look like "
+                   "spreadsheet day serials)" if spreadsheet
+                   else f"pd.to_datetime(df[{column!r}], unit='s') (if they are seconds since 1970)")
         raise UnparsableDateError(
             f"{origin.label}: date column {column!r} holds numbers ({raw.dtype}), not timestamps. "
             f"Fix: convert it first, e.g. df[{column!r}] = {convert}, or name the right column with "
@@ -826,14 +830,16 @@ def _holds_numbers(dtype: np.dtype) -> bool:
 
 
 def _default_target(frame: pd.DataFrame, variables: list[Hashable], features: str, origin: Origin) -> Hashable:
-    """``S``/``MS`` without a named target: the last numeric column."""
-    numeric = [c for c in variables if _holds_numbers(frame[c].dtype)]
+    """``S``/``MS`` without a named target: the last numeric column that is not a flag (a boolean column is an input
+    such as a holiday, never the quantity a user forecasts without naming it)."""
+    numeric = [c for c in variables
+               if _holds_numbers(frame[c].dtype) and not pd.api.types.is_bool_dtype(frame[c].dtype)]
     if not numeric:
         raise NonNumericColumnError(
             f"{origin.label}: features={features!r} forecasts one target, and none of the columns "
             f"{variables!r} is numeric. Fix: pass target=<the column to forecast> after converting it to numbers."
         )
-    logger.info("%s: target %r (the last numeric column; pass target=... to choose another).",
+    logger.info("%s: target %r (the last numeric column that is not a flag; pass target=... to choose another).",
                 origin.label, numeric[-1])
     return numeric[-1]
 
