@@ -156,6 +156,15 @@ def test_a_gap_names_the_file_series_column_and_table_row_with_a_panel_fix(tmp_p
     assert fixed["s0"].n_rows == 30 and fixed["s2"].static == {"region": "east"}
 
 
+def test_a_series_without_any_value_in_a_column_gets_a_panels_fix():
+    """It was told to drop the column or pass columns=[...], which a panel refuses."""
+    frame = long_frame(interleave=False)
+    frame.loc[frame.unique_id == "s1", "y"] = np.nan
+    with pytest.raises(NonFiniteValueError, match=r"series 's1': column 'y' holds no finite value.*Fix: leave this "
+                                                  r"series out of the table, or give it values in that column\."):
+        prepare_panel(frame, **ROLES, fill_nan="ffill")
+
+
 def test_gaps_filled_by_policy_stay_inside_their_series():
     frame = long_frame(interleave=False)
     first_of_s1 = frame.index[frame.unique_id == "s1"][0]

@@ -525,6 +525,21 @@ def test_a_csv_panel_keeps_its_ids_as_written_from_fit_to_forecast(tmp_path):
     pd.testing.assert_frame_equal(numbers.predict(path, future_covariates=calendar), forecast)
 
 
+def test_a_panel_fitted_on_its_csv_forecasts_a_frame_numbering_its_series(tmp_path):
+    """Fitted on a file (ids '10', '2', '33'), the frame those ids came from (10, 2, 33) was 'not in the data the
+    model was fitted on' and told to fit again; the other way round worked."""
+    frame = store_panel().assign(store=lambda f: f["store"].map({"s0": 10, "s1": 2, "s2": 33}))
+    path = tmp_path / "stores.csv"
+    frame.to_csv(path, index=False)
+    calendar = future_frame(frame, promo=1.0)
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(path, date_column="date", **ROLES)
+    assert fc.fitted_state.panel.ids == ("10", "2", "33")
+    from_frame = fc.predict(frame, future_covariates=calendar)
+    from_file = fc.predict(path, future_covariates=calendar.assign(store=calendar["store"].astype(str)))
+    assert from_frame["store"].tolist() == [int(store) for store in from_file["store"]]
+    np.testing.assert_allclose(from_frame["sales"], from_file["sales"])
+
+
 def test_a_panel_of_mixed_id_types_forecasts_from_its_csv(tmp_path):
     """Fitted on a frame with ids 1, 2 and 's2', the same stores read from its CSV ('1', '2', 's2') were 'not in the
     data the model was fitted on': the numbers were matched as numbers only where no fitted id was text."""

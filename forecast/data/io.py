@@ -999,9 +999,11 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin,
         )
     empty = values.columns[~finite.any(axis=0)]
     if len(empty):  # no fill policy helps
+        fix = ("leave this series out of the table, or give it values in that column" if panel
+               else "drop the column (or pass columns=[...] without it)")
         raise NonFiniteValueError(
             f"{origin.label}: column {empty[0]!r} holds no finite value (all {len(values)} rows are NaN or inf). "
-            "Fix: drop the column (or pass columns=[...] without it)."
+            f"Fix: {fix}."
         )
     if fill_nan is None:
         rows, cols = np.nonzero(~finite)

@@ -111,6 +111,12 @@ class PanelFit:
                 return self.ids.index(float(series_id))
             except ValueError:
                 pass
+        # A fit on a file (ids as written, '10') knows the series a frame numbers 10.
+        if isinstance(series_id, (int, float, np.integer, np.floating)) and not isinstance(series_id, bool):
+            written = str(int(series_id)) if float(series_id).is_integer() else str(series_id)
+            texts = [known for known in self.ids if isinstance(known, str)]
+            if texts.count(written) == 1:
+                return self.ids.index(written)
         raise DataError(
             f"{source}: series {series_id!r} was not in the data the model was fitted on ({len(self.ids)} series, "
             f"e.g. {list(self.ids[:5])!r}); its scaling and id embedding are unknown. Fix: forecast the fitted "
