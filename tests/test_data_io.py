@@ -404,6 +404,17 @@ def test_day_and_month_are_never_guessed_row_by_row():
         prepare_series(frame)
 
 
+@pytest.mark.parametrize("written", ["%d/%m/%y", "%m/%d/%y", "%d.%m.%y"])
+def test_dates_with_a_two_digit_year_are_read_in_the_order_that_fits(tmp_path, written):
+    """'13/01/23' (a UK spreadsheet's): pandas guesses no format for a two-digit year and read the dates one by one,
+    month first where it could, so a sorted file was 'not sorted', and its fixes ended in wrong forecast dates."""
+    days = pd.date_range("2023-01-01", periods=400, freq="D", name="date")
+    path = tmp_path / "uk.csv"
+    pd.DataFrame({"date": days.strftime(written), "v": np.arange(400.0)}).to_csv(path, index=False)
+    series = prepare_series(path)
+    assert series.dates.equals(days) and series.freq == pd.tseries.frequencies.to_offset("D")
+
+
 def test_dates_written_day_first_are_read_in_the_one_order_that_fits_or_refused(caplog):
     """pandas reads the first date month first: twelve daily rows 01/01/2024 .. 12/01/2024 became monthly."""
     days = pd.date_range("2024-01-01", periods=12, freq="D")

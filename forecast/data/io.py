@@ -274,6 +274,9 @@ def day_month_format(raw: pd.Series, *, column: Hashable, origin: Origin, freq: 
         warnings.filterwarnings("ignore", "Parsing dates in", UserWarning)  # the day-first guess, asked for here
         guessed = guess_datetime_format(first), guess_datetime_format(first, dayfirst=True)
     found = next((guess for guess in guessed if guess is not None), None)
+    short_year = re.fullmatch(r"\d{1,2}([/.-])\d{1,2}\1\d{2}", first.strip())
+    if found is None and short_year:  # '13/01/23': pandas guesses no format with a two-digit year
+        found = "%d{0}%m{0}%y".format(short_year.group(1))
     if found is None or not found.startswith(("%m", "%d")) or "%m" not in found or "%d" not in found:
         return None
     swapped = found.replace("%m", "<month>").replace("%d", "%m").replace("<month>", "%d")
