@@ -382,7 +382,10 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         future.to_csv(destination, index=False)
-        print(f"forecast of {len(future)} steps after each series' last row written to {destination}")
+        state = forecaster.fitted_state
+        n_series = future[state.panel.id_column].nunique()
+        print(f"forecast of {state.pred_len} steps after each series' last row ({n_series} series, {len(future)} rows) "
+              f"written to {destination}")
     else:
         future.to_csv(destination)
         print(f"forecast of the {len(future)} steps after the last row ({future.index[0]} to {future.index[-1]}) "

@@ -448,6 +448,9 @@ def test_a_panel_config_fits_and_predicts_through_the_command_line(tmp_path, mon
                  "--output", "forecast.csv"]) == 0
     written = pd.read_csv("forecast.csv")
     assert list(written.columns) == ["store", "date", "sales"] and len(written) == 3 * WINDOWS["pred_len"]
+    said = capsys.readouterr().out  # the steps per series, not the rows of all of them ("21 steps" for 3 x 7)
+    assert f"forecast of {WINDOWS['pred_len']} steps after each series' last row (3 series, " \
+           f"{3 * WINDOWS['pred_len']} rows) written to forecast.csv" in said
     assert main(["predict", "--config", "panel.yaml", "--run_dir", "run"]) != 0  # no calendar: refused, by name
     assert "future covariates" in capsys.readouterr().err
     calendar = Path("calendar.csv").read_text()  # the forecast written over the calendar it was read from
