@@ -273,9 +273,11 @@ def config_parser(model: str = "informer", *, recipe: str = DEFAULT_RECIPE, prog
     and read as YAML 1.2 (``--data.target no`` is the string ``no``). ``add_arguments(parser)`` adds
     a command's own flags.
     """
+    import lightning as L
     from jsonargparse import ActionConfigFile, ArgumentParser, set_loader
 
     from forecast.models import MODELS, model_config_class
+    from forecast.training import TrainingConfig
 
     set_loader(_PARSER_MODE, load_yaml, exceptions=(yaml.YAMLError,))
     parser = ArgumentParser(prog=prog, description=description, exit_on_error=False, allow_abbrev=False,
@@ -290,10 +292,6 @@ def config_parser(model: str = "informer", *, recipe: str = DEFAULT_RECIPE, prog
     parser.add_argument("--data.dataset", type=str | None, default=None,
                         help=f"a registered dataset {list(registry.names())} or a CSV path")
     add_data_arguments(parser, "data")
-    import lightning as L
-
-    from forecast.training import TrainingConfig
-
     descriptions = _descriptions(TrainingConfig, L.Trainer.__init__)
     for name, annotation, default in _trainer_arguments():
         try:
