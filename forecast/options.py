@@ -18,7 +18,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import lightning as L
@@ -125,7 +125,6 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
     says so: the user never wrote it."""
     if not model_options and levels in ((), DEFAULT_QUANTILES):
         return
-    _refuse_idle_revin_center(model, model_options, recipe, given)
     try:
         with private_rng():
             probe = build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
@@ -151,23 +150,41 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
             "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
         ) from error
     _refuse_point_quantiles(model, levels, probe.probabilistic)
+    if model_config_class(model)[0] is not None:  # a registered model with options keeps them as its config
+        _refuse_idle_options(model, model_options, probe.config, recipe, given)
 
 
-def _refuse_idle_revin_center(model: str, model_options: Mapping[str, Any], recipe: Recipe,
-                              given: Sequence[str]) -> None:
-    """``revin_center`` chosen without RevIN would do nothing. Refused only where it was given and differs from
-    what the recipe (else the model's config) sets: a CLI config carries every option, and ``revin=False`` alone
-    under a recipe that centres its RevIN must keep working."""
-    if "revin_center" not in given or "revin_center" not in model_option_fields(model):
-        return
-    config = model_config_class(model)[0]
-    if model_options.get("revin", config.revin):
-        return
-    default = recipe.options_for(model).get("revin_center", config.revin_center)
-    if model_options["revin_center"] != default:
-        raise ConfigError(f"revin_center={model_options['revin_center']!r} chooses the centre of reversible instance "
-                          "normalization, which is off (revin=False). Fix: pass revin=True, or leave revin_center "
-                          "out.")
+# Model options the others can leave with nothing to do: each one's reason, given the built model's config, and the
+# fix besides leaving it out.
+_IDLE_WHEN: dict[str, tuple[Callable[[Any], str | None], str]] = {
+    "revin_center": (lambda config: None if config.revin else "reversible instance normalization is off (revin=False)",
+                     "pass revin=True"),
+    "factor": (lambda config: None if "prob" in (config.attention, config.decoder_attention or config.attention)
+               else "no attention is ProbSparse, whose sampling factor it is",
+               "choose ProbSparse attention (model 'informer', attention='prob')"),
+    "e_layers": (lambda config: None if config.stack is None else f"stack={config.stack} sets each encoder's layers",
+                 "leave stack out"),
+    "min_scale": (lambda config: None if config.head == "gaussian" else "the point head has no scale (head='point')",
+                  "pass head='gaussian'"),
+    "series_embedding": (lambda config: None if config.channels == "independent"
+                         else "channels='joint' runs one sequence per window, with no series to tell apart",
+                         "pass channels='independent'"),
+}
+
+
+def _refuse_idle_options(model: str, model_options: Mapping[str, Any], config: Any, recipe: Recipe,
+                         given: Sequence[str]) -> None:
+    """ConfigError for a model option the others leave idle (:data:`_IDLE_WHEN`, judged on ``config``, the built
+    model's). Refused only where it was given and differs from what the recipe (else the model's config) sets: a CLI
+    config carries every option, and ``revin=False`` alone under a recipe that centres its RevIN must keep working."""
+    defaults = dataclasses.asdict(config.__class__())
+    for option, (idle, fix) in _IDLE_WHEN.items():
+        if option not in given or option not in model_option_fields(model):
+            continue
+        reason = idle(config)
+        if reason and model_options[option] != recipe.options_for(model).get(option, defaults[option]):
+            raise ConfigError(f"{option}={model_options[option]!r} does nothing here: {reason}. Fix: {fix}, or "
+                              f"leave {option} out.")
 
 
 # --------------------------------------------------------------------- ForecasterOptions

@@ -38,7 +38,7 @@ TINY_SIZES = {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_layers": 1, "factor": 
 
 
 def tiny(model: str) -> dict:
-    fields = model_option_names(model)
+    fields = set(model_option_names(model)) - ({"factor"} if model == "transformer" else set())  # no ProbSparse
     return {name: value for name, value in TINY_SIZES.items() if name in fields}
 
 

@@ -55,7 +55,8 @@ def test_forecaster_defaults_are_the_improved_recipe_and_given_options_win():
 def test_a_revin_center_without_revin_is_refused_unless_the_recipe_chose_it(model):
     """Forecaster('informer', revin=False, revin_center='last') trained without RevIN, ignoring the centre."""
     for options in ({"revin": False, "revin_center": "last"}, {"recipe": "paper", "revin_center": "last"}):
-        with pytest.raises(ConfigError, match=r"revin_center='last' chooses the centre .* Fix: pass revin=True"):
+        with pytest.raises(ConfigError, match=r"revin_center='last' does nothing here: reversible instance "
+                                              r"normalization is off \(revin=False\)\. Fix: pass revin=True"):
             Forecaster(model, **options)
     # Turning RevIN off keeps working where the recipe centres it, also with that centre spelled out (a CLI
     # config carries every option), and a centre that is the config's own default does nothing either way.
@@ -63,6 +64,22 @@ def test_a_revin_center_without_revin_is_refused_unless_the_recipe_chose_it(mode
     Forecaster(model, revin=False, revin_center="persistence")
     Forecaster(model, recipe="paper", revin_center="mean")
     assert Forecaster(model, recipe="paper", revin=True, revin_center="last").model_options["revin_center"] == "last"
+
+
+@pytest.mark.parametrize(("model", "options", "idle"), [
+    ("transformer", {"factor": 3}, "factor=3 does nothing here: no attention is ProbSparse"),
+    ("informer", {"attention": "full", "decoder_attention": "full", "factor": 3}, "factor=3 does nothing here"),
+    ("informer", {"e_layers": 4, "stack": (2, 1)}, r"e_layers=4 does nothing here: stack=\(2, 1\) sets each"),
+    ("logsparse", {"min_scale": 0.1}, r"min_scale=0.1 does nothing here: the point head has no scale"),
+    ("logsparse", {"channels": "joint", "series_embedding": False}, "series_embedding=False does nothing here"),
+])
+def test_an_option_the_others_leave_idle_is_refused(model, options, idle):
+    """Each was accepted and ignored; the same option where it acts, or at its default, stays accepted."""
+    with pytest.raises(ConfigError, match=idle + r".*Fix: .*, or leave \w+ out\."):
+        Forecaster(model, **options)
+    Forecaster("informer", factor=3)
+    Forecaster("logsparse", head="gaussian", min_scale=0.1)
+    Forecaster("logsparse", channels="joint", series_embedding=True)  # the default: a config file spells it out
 
 
 def test_a_refusal_of_an_option_the_recipe_set_says_it_came_from_the_recipe():
