@@ -41,7 +41,7 @@ from forecast.errors import (
 )
 from forecast.experiment import Experiment, run_experiment
 from forecast.layers.attention import ATTENTIONS
-from forecast.models import MODELS, DataSpec, build_model
+from forecast.models import MODELS, DataSpec, InformerConfig, build_model
 from forecast.errors import NonFiniteForecastError
 from forecast.training import TrainingConfig
 
@@ -383,6 +383,8 @@ def test_forecaster_refuses_exactly_the_invalid_configs(seq_len, label_len, pred
                                                         attention, factor, dropout):
     bad = (invalid_window_settings(seq_len, label_len, pred_len)
            + invalid_model_options(d_model, n_heads, attention, factor, dropout))
+    if attention in ATTENTIONS and attention != "prob" and factor != InformerConfig().factor:
+        bad.append("factor")  # ProbSparse's sampling factor with no ProbSparse attention: given, and idle
     try:
         Forecaster("informer", seq_len=seq_len, label_len=label_len, pred_len=pred_len, d_model=d_model,
                    n_heads=n_heads, attention=attention, factor=factor, dropout=dropout)
