@@ -178,6 +178,9 @@ def _figure(n_rows: int, n_cols: int = 1, *, width: float = 9.0, row_height: flo
 # ------------------------------------------------------------------------ forecasts
 
 
+_ONE_POINT = {"marker": "o", "ms": 5}  # how a line of one step is drawn: it has no length to show
+
+
 def plot_forecast(
     forecast: pd.DataFrame,
     *,
@@ -208,7 +211,7 @@ def plot_forecast(
             "plot one series, forecast[forecast[<id column>] == key], or Forecaster.plot(series=key)."
         )
     available = _point_columns(forecast)
-    point = {"marker": "o", "ms": 5} if len(forecast) == 1 else {}  # a one-step line has no length to show
+    point = _ONE_POINT if len(forecast) == 1 else {}
     chosen = available if columns is None else _names(columns, "columns")
     missing = [column for column in chosen if column not in available]
     if missing or not chosen:
@@ -219,7 +222,7 @@ def plot_forecast(
             ax.plot(history.index, history[column].to_numpy(), color="0.45", lw=1.2, label="history")
         if truth is not None and column in truth.columns:
             ax.plot(truth.index, truth[column].to_numpy(), color="black", lw=1.2, label="truth",
-                    **({"marker": "o", "ms": 5} if len(truth) == 1 else {}))
+                    **(_ONE_POINT if len(truth) == 1 else {}))
         intervals = _intervals(quantile_columns(forecast, column))
         for rank, (coverage, lower, upper) in enumerate(intervals):
             shade = {"color": "C0", "alpha": 0.15 + 0.2 * rank / max(len(intervals), 1),

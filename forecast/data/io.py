@@ -975,12 +975,12 @@ def _bad_cells_message(origin: Origin, column: Hashable, index: pd.Index, positi
 
 
 def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin, *, panel: bool = False
-                     ) -> pd.DataFrame:
-    """Apply the fill policy to NaN and ±inf, or raise ``NonFiniteValueError`` (for a ``panel``'s series, naming
-    where its future steps go)."""
+                     ) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """The values with the fill policy applied to NaN and ±inf, and ``[T, C]`` bool of the cells it filled (``None``:
+    none), or ``NonFiniteValueError`` (for a ``panel``'s series, naming where its future steps go)."""
     finite = np.isfinite(values.to_numpy())
     if finite.all():
-        return values
+        return values, None
     # A forecast starts after the last row: empty last rows, filled or not, would move it past the last observation.
     after_last = ~np.maximum.accumulate(finite[::-1], axis=0)[::-1] & finite.any(axis=0)  # [T, C] after the last value
     if after_last.any():
@@ -1034,7 +1034,7 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin,
                        "whose lookback ends inside a gap reads the value after it, its own future: its forecast "
                        "scores better than forecasting can (the filled values themselves are not scored). Fix: "
                        "fill_nan='ffill' for honest scores.", origin.label)
-    return filled
+    return filled, ~finite
 
 
 def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
@@ -1259,8 +1259,7 @@ def prepare_series(
         fitted_columns=fitted_columns,
     )
     values = _numeric_values(frame, input_columns, origin)
-    filled = ~np.isfinite(values.to_numpy())  # [T, C]
-    values = _fill_non_finite(values, fill_nan, origin)
+    values, filled = _fill_non_finite(values, fill_nan, origin)
     offset = _resolve_frequency(dates, freq, allow_irregular=allow_irregular, allow_duplicates=allow_duplicates,
                                 origin=origin, fitted=fitted_columns is not None)
     return TimeSeries(
@@ -1273,5 +1272,5 @@ def prepare_series(
         target=target,
         date_column=date_column,
         date_format=date_format,
-        filled=filled if filled.any() else None,
+        filled=filled,
     )

@@ -321,9 +321,9 @@ def prepare_panel(
         dates = parse_dates(rows[date_column], column=date_column, origin=where, date_format=date_format)
         dates = to_zone(dates, time_zone, column=date_column, origin=where)
         offset = _check_clock(dates, freq, where, id_column=id_column, date_column=date_column, target=target)
-        raw = _numeric_values(rows, numeric, where, panel=True)
-        filled = ~np.isfinite(raw.iloc[:, 0].to_numpy())  # [T] the target's
-        values = _fill_non_finite(raw, fill_nan, where, panel=True).to_numpy(np.float64)
+        values, filled = _fill_non_finite(_numeric_values(rows, numeric, where, panel=True), fill_nan, where,
+                                          panel=True)
+        values = values.to_numpy(np.float64)
         if first_freq is None:
             first_freq = (series_id, offset)
         elif offset != first_freq[1]:
@@ -335,7 +335,7 @@ def prepare_panel(
             )
         series.append(PanelSeries(series_id, dates, values[:, 0], values[:, 1:1 + n_past], values[:, 1 + n_past:],
                                   _static_values(rows, covariates["static_covariates"], where),
-                                  filled if filled.any() else None))
+                                  filled[:, 0] if filled is not None and filled[:, 0].any() else None))  # target
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
     _check_ids([one.id for one in series], origin.label, id_column)
