@@ -32,7 +32,8 @@ from forecast.metrics import (
     report,
     scored_levels,
 )
-from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, horizon_target, model_inputs
+from forecast.models.base import (SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, model_inputs, observed_cells,
+                                  observed_target)
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class ForecastModule(L.LightningModule):
         return self.model(*model_inputs(self.model.spec, batch))
 
     def _target(self, batch: dict[str, torch.Tensor], pred: torch.Tensor) -> torch.Tensor:
-        return horizon_target(batch["y"], pred.shape[2], pred.shape[1])  # [B, P, C_out]
+        return observed_target(batch, pred.shape[2], pred.shape[1])  # [B, P, C_out], NaN where not observed
 
     def _fitted_state(self) -> FittedState | None:
         """The fitted data state: the one given, else the trainer's datamodule's (None without either)."""
@@ -212,15 +213,17 @@ class ForecastModule(L.LightningModule):
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         pred = self(batch)
-        target = self._target(batch, pred)
-        # Weighted by element count, so the epoch value is the mean over windows, not batches.
-        self.val_loss.update(self.loss_fn(pred, target), weight=pred.numel())
-        # flattened with reshape: torchmetrics views its inputs, and slices are not contiguous
-        self.val_mse.update(pred.reshape(-1), target.reshape(-1))
-        self.val_mae.update(pred.reshape(-1), target.reshape(-1))
-        self.log("val_loss", self.val_loss, prog_bar=True, batch_size=pred.shape[0])
-        self.log("val_mse", self.val_mse, batch_size=pred.shape[0])
-        self.log("val_mae", self.val_mae, batch_size=pred.shape[0])
+        windows = pred.shape[0]
+        pred, target = observed_cells(pred, target=self._target(batch, pred))
+        if target.numel() > 0:  # else every value of these windows' horizons was made up by fill_nan
+            # Weighted by element count, so the epoch value is the mean over observed cells, not batches.
+            self.val_loss.update(self.loss_fn(pred, target), weight=target.numel())
+            # flattened with reshape: torchmetrics views its inputs, and slices are not contiguous
+            self.val_mse.update(pred.reshape(-1), target.reshape(-1))
+            self.val_mae.update(pred.reshape(-1), target.reshape(-1))
+        self.log("val_loss", self.val_loss, prog_bar=True, batch_size=windows)
+        self.log("val_mse", self.val_mse, batch_size=windows)
+        self.log("val_mae", self.val_mae, batch_size=windows)
 
     def configure_optimizers(self):
         # Lightning refuses to clip the gradients of a fused optimizer under mixed precision (it would unscale them
@@ -261,8 +264,6 @@ class ForecastModule(L.LightningModule):
         pred = self(batch)
         target = self._target(batch, pred)
         pred_orig = self.to_original(pred, batch)
-        if pred_orig is not None:
-            target = target.masked_fill(batch["truth"].isnan(), math.nan)
         if self.probabilistic:
             # The quantiles predict() gives: exact where the model has them (the one-shot Gaussian head), else
             # those of n_samples paths (whose central 80% covers about 78% of a calibrated forecast's truths at 100).

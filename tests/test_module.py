@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from lightning.pytorch.callbacks import Callback
 from forecast.data import WindowDataModule
 from forecast.errors import ConfigError
 from forecast.models import MODELS, DataSpec, build_model
+from forecast.models.base import model_inputs
 from forecast.module import ForecastModule
 from forecast.training import TrainingConfig, build_trainer, has_trainable_parameters, lightning_warnings
 
@@ -330,3 +332,78 @@ def test_lightnings_loggers_progress_bar_and_callbacks_work_unchanged(tmp_path):
     events.Reload()
     assert len(events.Scalars("train_loss")) == 6 and len(events.Scalars("val_loss")) == 2
     assert {"test_mse", "test_mae", "test_mse_orig", "test_mae_orig"} <= set(events.Tags()["scalars"])
+
+
+# ------------------------------------------------------------------- values fill_nan made up
+
+# Every model that trains, and LogSparse's Gaussian head (a loss of its own). Not the autoregressive LogSparse:
+# its training reads the horizon's values as teacher-forced inputs, through which made-up values change its loss.
+TRAINED = [("informer", TINY), ("transformer", TINY), ("dlinear", {"kernel_size": 5}), ("logsparse", LOGSPARSE),
+           ("logsparse", {**LOGSPARSE, "head": "gaussian"})]
+
+
+def with_made_up_values(batch: dict[str, torch.Tensor], s: DataSpec, seed: int = 0):
+    """The batch with about a third of its horizon's output cells marked as made up by fill_nan (truth NaN), and
+    the same marked batch with other values in those cells."""
+    horizon = batch["y"][:, -s.pred_len:, -s.c_out:]  # [B, P, C_out]
+    unobserved = torch.rand(horizon.shape, generator=torch.Generator().manual_seed(seed)) < 1 / 3
+    truth = horizon.double().masked_fill(unobserved, float("nan"))
+    other = batch["y"].clone()
+    other[:, -s.pred_len:, -s.c_out:] += 3.0 * unobserved
+    return {**batch, "truth": truth}, {**batch, "y": other, "truth": truth}
+
+
+def seeded(call, *args):
+    torch.manual_seed(0)  # ProbSparse samples keys, dropout draws masks
+    return call(*args)
+
+
+@pytest.mark.parametrize("name, options", TRAINED, ids=str)
+def test_values_fill_nan_made_up_count_in_no_training_or_validation_loss(name, options):
+    """They are no truth: the losses are the same whatever values fill_nan wrote in those cells, and the values
+    would have counted had they been observed (so the test can fail)."""
+    dm = datamodule("MS")
+    s = DataSpec.from_fitted(dm.fitted)
+    torch.manual_seed(0)
+    module = ForecastModule(build_model(name, s, **options)).eval()  # in training ProbSparse draws new keys
+    marked, changed = with_made_up_values(next(iter(dm.val_dataloader())), s)
+    observed_changed = {**changed, "truth": changed["y"][:, -s.pred_len:, -s.c_out:].double()}
+    with torch.no_grad():
+        losses = [seeded(module.model.loss, batch, torch.nn.functional.mse_loss)
+                  for batch in (marked, changed, observed_changed)]
+    assert float(losses[0]) == pytest.approx(float(losses[1]), rel=1e-6)
+    assert float(losses[0]) != pytest.approx(float(losses[2]), rel=1e-3)
+
+    def validation(batch: dict[str, torch.Tensor]) -> tuple[float, float, float]:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*self.log", category=UserWarning)  # no trainer here
+            module.on_validation_epoch_start()
+            module.validation_step(batch, 0)
+        return tuple(float(metric.compute()) for metric in (module.val_loss, module.val_mse, module.val_mae))
+
+    assert validation(marked) == pytest.approx(validation(changed), rel=1e-6)
+    assert validation(marked)[0] != pytest.approx(validation(observed_changed)[0], rel=1e-3)
+
+
+@pytest.mark.parametrize("name, options", [("informer", TINY), ("logsparse", {**LOGSPARSE, "head": "gaussian"})],
+                         ids=str)
+def test_values_fill_nan_made_up_are_no_truth_to_calibrate_on(name, options):
+    """The share of the correction kept and the Gaussian head's predictive scale, fitted on validation windows,
+    are the same whatever values fill_nan wrote in the cells it filled."""
+    dm = datamodule("MS")
+    s = DataSpec.from_fitted(dm.fitted)
+    torch.manual_seed(0)
+    model = build_model(name, s, **options, revin=True).eval()
+    batch = next(iter(dm.val_dataloader()))
+    center, correction = model.center_and_correction(*model_inputs(s, batch))  # [B, P, C_out] each
+    noise = 0.1 * torch.randn(center.shape, generator=torch.Generator().manual_seed(1))
+    batch["y"][:, -s.pred_len:, -s.c_out:] = center + 0.4 * correction + noise  # a share of about 0.4 fits
+    marked, changed = with_made_up_values(batch, s)
+    observed_changed = {**changed, "truth": changed["y"][:, -s.pred_len:, -s.c_out:].double()}
+    shares = [seeded(model.fit_correction_weight, [batch]) for batch in (marked, changed, observed_changed)]
+    assert 0 < shares[0] < 1 and shares[0] == pytest.approx(shares[1], abs=1e-6)
+    assert shares[0] != pytest.approx(shares[2], abs=1e-3)
+    if model.calibratable:
+        factors = [seeded(model.calibrate_scale, [batch]) for batch in (marked, changed, observed_changed)]
+        assert factors[0] == pytest.approx(factors[1], rel=1e-6)
+        assert factors[0] != pytest.approx(factors[2], rel=1e-3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -254,6 +255,26 @@ def horizon_target(y: Tensor, c_out: int, horizon: int) -> Tensor:
     return y[:, y.shape[1] - horizon:, y.shape[2] - c_out:]  # [B, P, C_out]
 
 
+def observed_target(batch: Mapping[str, Tensor], c_out: int, horizon: int) -> Tensor:
+    """:func:`horizon_target` of ``batch["y"]``, NaN where the data observed no value: ``batch["truth"]
+    [B, >= horizon, C_out]`` is NaN where ``fill_nan`` made one up (a batch without it, or with no columns in
+    it, is all observed). Training, validation, calibration and the test alike leave those cells out."""
+    target = horizon_target(batch["y"], c_out, horizon)  # [B, P, C_out]
+    truth = batch.get("truth")
+    if truth is None or truth.shape[-1] == 0:
+        return target
+    return target.masked_fill(truth[:, :horizon].isnan(), math.nan)
+
+
+def observed_cells(*tensors: Tensor, target: Tensor) -> tuple[Tensor, ...]:
+    """``tensors`` and ``target`` (all ``[B, P, C_out]``) at the cells whose target is observed (not NaN), flat
+    ``[N]`` each; as they are where every cell is (the common case keeps its exact arithmetic)."""
+    observed = ~target.isnan()
+    if bool(observed.all()):
+        return (*tensors, target)
+    return (*(tensor[observed] for tensor in tensors), target[observed])
+
+
 class ForecastModel(nn.Module):
     """The contract of every registered model, relied on by ForecastModule, the Forecaster and the recipe.
 
@@ -290,9 +311,10 @@ class ForecastModel(nn.Module):
         raise NotImplementedError(f"{type(self).__name__} must define forward(x, x_mark, y_mark)")
 
     def loss(self, batch: Mapping[str, Tensor], loss_fn: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
-        """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale."""
+        """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale, over the
+        cells the data observed (:func:`observed_target`)."""
         pred = self(*model_inputs(self.spec, batch))  # [B, P, C_out]
-        return loss_fn(pred, horizon_target(batch["y"], pred.shape[2], pred.shape[1]))
+        return loss_fn(*observed_cells(pred, target=observed_target(batch, pred.shape[2], pred.shape[1])))
 
     @property
     def own_objective(self) -> str | None:
@@ -390,7 +412,9 @@ class ForecastModel(nn.Module):
             center, correction = self.center_and_correction(*model_inputs(self.spec, batch))  # [B, P, C_out] each
             steps = batch["y"].shape[1] - self.spec.label_len  # P, or fewer for a horizon prefix's windows
             center, correction = center[:, :steps], correction[:, :steps]  # [B, steps, C_out] each
-            miss = horizon_target(batch["y"], center.shape[2], steps) - center  # [B, steps, C_out]
+            miss = observed_target(batch, center.shape[2], steps) - center  # [B, steps, C_out]
+            unobserved = miss.isnan()  # cells fill_nan made up count in no term
+            correction, miss = correction.masked_fill(unobserved, 0.0), miss.masked_fill(unobserved, 0.0)
             crosses.append((correction * miss).sum(dim=(1, 2), dtype=torch.float64))  # [B]
             squares.append(correction.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]
             bases.append(miss.square().sum(dim=(1, 2), dtype=torch.float64))  # [B]

@@ -75,7 +75,8 @@ from forecast.layers.normalization import (
     documents_revin_options,
     validate_revin_options,
 )
-from forecast.models.base import SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, path_quantiles
+from forecast.models.base import (SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, observed_cells,
+                                  observed_target, path_quantiles)
 from forecast.models.logsparse_rollout import Rollout, standard_normal
 from forecast.models.logsparse_tokens import TokenLayout
 
@@ -330,11 +331,14 @@ class LogSparseTransformer(ForecastModel):
             first = first if self.revin is not None else 1
         else:
             prediction = self.step_outputs(x, x_mark, y_mark)
-        target = torch.cat([x, future], dim=1)[:, first:, self.layout.n_exogenous :]  # [B, T - first, C_out]
-        mean = prediction.mean[:, first:]
+        # The horizon's cells that fill_nan made up are left out; the window's own steps are all kept.
+        target = torch.cat([x[:, first:, self.layout.n_exogenous :], observed_target(batch, self.spec.c_out, horizon)],
+                           dim=1)  # [B, T - first, C_out]
+        mean = prediction.mean[:, first:]  # [B, T - first, C_out]
         if prediction.scale is None:
-            return loss_fn(mean, target)
-        return -torch.distributions.Normal(mean, prediction.scale[:, first:]).log_prob(target).mean()
+            return loss_fn(*observed_cells(mean, target=target))
+        mean, scale, target = observed_cells(mean, prediction.scale[:, first:], target=target)
+        return -torch.distributions.Normal(mean, scale).log_prob(target).mean()
 
     # -- probabilistic forecasts -------------------------------------------------------------
 
@@ -383,9 +387,9 @@ class LogSparseTransformer(ForecastModel):
         errors = []
         for batch in batches:
             prediction = self.step_outputs(*model_inputs(self.spec, batch))
-            target = batch["y"][:, -horizon:, self.layout.n_exogenous:]  # [B, P, C_out]
+            target = observed_target(batch, self.spec.c_out, horizon)  # [B, P, C_out]
             z = (target - prediction.mean[:, -horizon:]) / prediction.scale[:, -horizon:]
-            errors.append(z.abs().flatten())
+            errors.append(z.abs()[~z.isnan()])  # [N] the observed cells
         errors = torch.cat(errors)
         if errors.numel() == 0:
             raise ConfigError("calibrate_scale got no windows. Fix: pass the validation loader's batches")
