@@ -247,6 +247,15 @@ def test_attention_options_the_model_sets_itself_are_refused(owned):
         InformerConfig(attention_options={owned: 0.2})
 
 
+def test_a_causal_lazy_fill_no_causal_probsparse_attention_reads_is_refused():
+    """With a full decoder self-attention the option reached only the encoder's ProbSparse, which is not causal,
+    and was ignored."""
+    with pytest.raises(ConfigError, match=r"causal_lazy_fill='cumsum' does nothing here.*decoder's self-attention "
+                                          r"is 'full'.*Fix: decoder_attention='prob'"):
+        InformerConfig(attention="prob", decoder_attention="full", attention_options={"causal_lazy_fill": "cumsum"})
+    InformerConfig(attention="prob", attention_options={"causal_lazy_fill": "cumsum"})  # the decoder's reads it
+
+
 def test_dlinear_checks_its_batch_against_its_spec():
     """A batch of other variables or marks was forecast silently, another window length failed inside a matmul."""
     s = DataSpec(seq_len=32, label_len=8, pred_len=8, c_in=1, c_out=1, n_time_features=1)

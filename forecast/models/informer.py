@@ -126,6 +126,11 @@ class InformerConfig:
             raise ConfigError(f"attention_options={self.attention_options!r}: {owned} are the model's own (dropout is "
                               "the dropout option; the decoder's self-attention is causal, the encoder's is not). "
                               "Fix: leave them out of attention_options.")
+        if "causal_lazy_fill" in self.attention_options and self.attention == "prob" and decoder_attention != "prob":
+            raise ConfigError(f"attention_options causal_lazy_fill={self.attention_options['causal_lazy_fill']!r} "
+                              f"does nothing here: it fills the lazy queries of a causal ProbSparse attention, and "
+                              f"the decoder's self-attention is {decoder_attention!r} (the encoder's is not causal). "
+                              "Fix: decoder_attention='prob', or leave causal_lazy_fill out.")
 
 
 class Informer(ForecastModel):
