@@ -55,6 +55,10 @@ def test_a_long_frame_splits_into_its_series_with_their_roles():
     with pytest.raises(KeyError, match="no series 's9'") as raised:
         panel["s9"]
     assert isinstance(raised.value, DataError) and str(raised.value).startswith("<DataFrame>: no series 's9'")
+    numbered = prepare_panel(frame.assign(unique_id=frame["unique_id"].str[1:].astype(int)), id_column="unique_id",
+                             target="y", date_column="ds")
+    with pytest.raises(DataError, match=r"no series '1'.*Fix: name it 1, as the data holds it"):
+        numbered["1"]  # plot(df, series='1') of a panel numbered 0-2
 
 
 @pytest.mark.parametrize(("value", "words"), [(np.nan, r"'region' is missing.*fillna\('unknown'\)"),

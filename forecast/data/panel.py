@@ -122,8 +122,10 @@ class Panel:
         for series in self.series:
             if series.id == series_id:
                 return series
+        alike = [known for known in self.ids if str(known) == str(series_id)]  # 2 asked as '2', or the reverse
+        fix = f"name it {alike[0]!r}, as the data holds it" if len(alike) == 1 else "name one of them"
         raise UnknownSeriesError(f"{self.source}: no series {series_id!r}; it has {len(self.series)} series, e.g. "
-                                 f"{list(self.ids[:5])!r}. Fix: name one of them.")
+                                 f"{list(self.ids[:5])!r}. Fix: {fix}.")
 
 
 def _roles(frame: pd.DataFrame, origin: Origin, id_column: Hashable, date_column: Hashable, target: Hashable,
