@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,28 @@ def _score(forecaster: Forecaster, data: Table | None, split: Any, windows: str,
         log.info("coverage_0.8 of the fit's validation windows is in-sample: calibrate_scale fitted the predictive "
                  "scale to cover 80% of them; judge calibration on the test windows")
     return module.test_report.copy() if require_bool("detail", detail) else pivot_report(module.test_report)
+
+
+def _window_source(forecaster: Forecaster, df: Table | None, window: int | None, split: str
+                   ) -> tuple[WindowDataModule | None, Table | None]:
+    """``(df's windows, None)`` where a window of ``df`` is asked for, else ``(None, df)``."""
+    if window is None or df is None:
+        return None, df
+    return forecaster.windows_of(df, windows=split), None
+
+
+def _unfitted(cls: type[Forecaster], config: Mapping[str, Any], path: Path) -> Forecaster:
+    """The unfitted forecaster a saved ``config`` (of ``path``) describes; ConfigError names an edited file."""
+    training = dict(config["training"])
+    try:
+        # Saved before recipes existed: the paper's settings were the only ones.
+        return cls(config["model"], **config["data"], max_epochs=training.pop("max_epochs"),
+                   seed=training.pop("seed"), recipe=config.get("recipe", "paper"), quantiles=config["quantiles"],
+                   progress=config["progress"], **config["model_options"], **training)
+    except (ConfigError, KeyError, TypeError) as error:  # options edited in the file: missing, unknown, invalid
+        problem = f"training.{error.args[0]} is missing" if isinstance(error, KeyError) else str(error)
+        raise ConfigError(f"{path / 'config.json'}: {problem} (the file was edited or damaged). Fix: "
+                          "restore it as the fit saved it, or fit again.") from None
 
 
 class Forecaster:
@@ -372,7 +394,7 @@ class Forecaster:
         """A Figure of the forecast of the real future (a panel's: of series ``series``), or of window
         ``window`` of ``split`` against the truth (of ``df``'s windows, cut as the fit cut its data, where ``df`` is
         given: a loaded forecaster holds no data): :meth:`Predictor.plot <forecast.predictor.Predictor.plot>`."""
-        windows, df = self._window_source(df, window, split)
+        windows, df = _window_source(self, df, window, split)
         return self.predictor.plot(df, window=window, split=split, columns=columns, history=history, series=series,
                                    future_covariates=future_covariates, windows=windows)
 
@@ -380,15 +402,8 @@ class Forecaster:
                           split: str = "test") -> list[Any]:
         """The encoder's attention weights for one input window (a window of ``df`` where both are given, as
         :meth:`plot`): :meth:`Predictor.attention_weights <forecast.predictor.Predictor.attention_weights>`."""
-        windows, df = self._window_source(df, window, split)
+        windows, df = _window_source(self, df, window, split)
         return self.predictor.attention_weights(df, window=window, split=split, windows=windows)
-
-    def _window_source(self, df: Table | None, window: int | None, split: str
-                       ) -> tuple[WindowDataModule | None, Table | None]:
-        """``(df's windows, None)`` where a window of ``df`` is asked for, else ``(None, df)``."""
-        if window is None or df is None:
-            return None, df
-        return self.windows_of(df, windows=split), None
 
     # ---------------------------------------------------------------- save and load
 
@@ -407,17 +422,7 @@ class Forecaster:
         ``predict``, where the saved ones were another machine's.
         """
         config = read_config(Path(path))
-        training = dict(config["training"])
-        try:
-            # Saved before recipes existed: the paper's settings were the only ones.
-            forecaster = cls(config["model"], **config["data"], max_epochs=training.pop("max_epochs"),
-                             seed=training.pop("seed"), recipe=config.get("recipe", "paper"),
-                             quantiles=config["quantiles"], progress=config["progress"],
-                             **config["model_options"], **training)
-        except (ConfigError, KeyError, TypeError) as error:  # options edited in the file: missing, unknown, invalid
-            problem = f"training.{error.args[0]} is missing" if isinstance(error, KeyError) else str(error)
-            raise ConfigError(f"{Path(path) / 'config.json'}: {problem} (the file was edited or damaged). Fix: "
-                              "restore it as the fit saved it, or fit again.") from None
+        forecaster = _unfitted(cls, config, Path(path))
         if scored_like is not None:
             forecaster._options = forecaster._options.with_scoring(scored_like._options)
         options = forecaster._options

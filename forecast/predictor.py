@@ -421,6 +421,21 @@ def _remove_previous_fit(run_dir: Path, resuming: bool) -> None:
 # --------------------------------------------------------------------------- Predictor
 
 
+def window_batch(datamodule: WindowDataModule, window: int, split: str
+                 ) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
+    """Window ``window`` of ``datamodule``'s ``split`` as a batch of one, with its lookback and label+horizon
+    timestamps."""
+    # evaluate's choices: the data module's 'predict' is another split's windows under its loader's name.
+    require_choice("split", split, SPLIT_NAMES)
+    window = require_int("window", window)
+    dataset = datamodule.dataset(split)
+    if not -len(dataset) <= window < len(dataset):
+        raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
+    window %= len(dataset)
+    x_dates, y_dates = datamodule.window_timestamps(split)
+    return {key: value.unsqueeze(0) for key, value in dataset[window].items()}, x_dates[window], y_dates[window]
+
+
 def _last_rows(length: int, rows: int) -> slice:
     """The last ``rows`` of ``length`` rows (all of them at most; none for 0, where ``[-0:]`` would be all)."""
     return slice(length - min(rows, length), None)
@@ -495,17 +510,15 @@ class Predictor:
             )
         return self.datamodule
 
+    def _windows(self, windows: WindowDataModule | None) -> WindowDataModule:
+        return windows if windows is not None else self.require_data("a window of the data")
+
     # ---------------------------------------------------------------------- forecast
 
     def _future_input(self, df: Table | None, future: Table | None = None) -> FutureBatch:
         if df is None:
             return self.require_data("predict() without df").future_batch(future=future)
         return self.fitted_state.future_batch(resolve_table(df), future)
-
-    @property
-    def _date_column(self) -> Hashable | None:
-        """The name of the fitted data's time axis (its column, or its DatetimeIndex's name)."""
-        return self.fitted_state.prepare_options["date_column"]
 
     def _forecast(self, batch: Mapping[str, torch.Tensor]) -> tuple[np.ndarray, dict[float, np.ndarray]]:
         """Point forecast ``[B, P, C_out]`` and quantiles ``{level: [B, P, C_out]}`` in original units."""
@@ -564,34 +577,18 @@ class Predictor:
             return self._panel_frame(future.batch, future.index)
         return self._forecast_frame(future.batch, future.index)
 
-    def _window_input(self, window: int, split: str, windows: WindowDataModule | None = None
-                      ) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
-        """One window of ``windows`` (default: the fitted data's) as a batch of one, with its lookback and
-        label+horizon timestamps."""
-        # evaluate's choices: the data module's 'predict' is another split's windows under its loader's name.
-        require_choice("split", split, SPLIT_NAMES)
-        datamodule = windows if windows is not None else self.require_data("a window of the data")
-        window = require_int("window", window)
-        dataset = datamodule.dataset(split)
-        if not -len(dataset) <= window < len(dataset):
-            raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
-        window %= len(dataset)
-        item = dataset[window]
-        x_dates, y_dates = datamodule.window_timestamps(split)
-        return {key: value.unsqueeze(0) for key, value in item.items()}, x_dates[window], y_dates[window]
-
     def _window_frames(self, window: int, split: str, windows: WindowDataModule | None
                        ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, int | None]:
         """History, forecast and truth frames (original units) of one window of a split, and its panel series'
         index (``None`` for a wide table)."""
-        batch, x_dates, y_dates = self._window_input(window, split, windows)
+        batch, x_dates, y_dates = window_batch(self._windows(windows), window, split)
         fitted, label_len = self.fitted_state, self.fitted_state.label_len
         c_out = len(fitted.output_columns)
         columns = self.output_columns
         series = int(batch["series"][0]) if fitted.panel is not None else None  # a panel's scaling
         history = fitted.to_original(batch["x"][0, :, -c_out:].numpy(), series)  # [L, C_out]
         truth = batch["truth"][0].numpy()  # [P, C_out]
-        index = pd.DatetimeIndex(y_dates[label_len:], name=self._date_column)
+        index = pd.DatetimeIndex(y_dates[label_len:], name=fitted.prepare_options["date_column"])  # the time axis
         return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
                 self._forecast_frame(batch, index),
                 pd.DataFrame(truth, index=index, columns=columns), series)
@@ -692,7 +689,7 @@ class Predictor:
             if df is not None:
                 raise ConfigError("attention_weights(df, window=...): a window of df is cut by its data module; "
                                   "Forecaster.attention_weights(df, window=i) does it, or pass windows=...")
-            batch = self._window_input(window, split, windows)[0]
+            batch = window_batch(self._windows(windows), window, split)[0]
         else:
             batch = self._future_input(df).batch
         with inference(model, batch) as (x, x_mark, y_mark):
