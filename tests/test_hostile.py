@@ -309,6 +309,30 @@ def test_columns_float64_cannot_standardize_are_refused(value):
     WindowDataModule(frame, **WINDOW).setup()
 
 
+@pytest.mark.parametrize("offset, spread", [(1e11, 3e-4), (-1e9, 3e-6), (1e5, 3e-10)])
+def test_a_column_that_varies_on_a_large_offset_is_scaled_by_its_own_spread(offset, spread):
+    """StandardScaler took a column moving by some 20 float64 steps of its level or more as constant (scale 1), as
+    it did a meter reading 1e11 moving by 0.007 over 8,640 train rows: its standardized errors came out 19,000 times
+    too small."""
+    frame = clean_frame(60)
+    frame["v0"] = offset + spread * frame["v0"]
+    dm = WindowDataModule(frame, **WINDOW)
+    dm.setup()
+    train = frame["v0"].to_numpy()[: dm.borders["train"][1]]
+    scaler = dm.fitted.scaler
+    assert scaler.scale_[0] == pytest.approx((train - train[0]).std(), rel=1e-9)  # numpy's own loses digits at 1e11
+    assert scaler.mean_[0] == pytest.approx(train.mean(), rel=1e-15)
+    assert dm.train_dataset.values[:, 0].std(correction=0) == pytest.approx(1.0, rel=1e-4)
+
+
+def test_a_column_too_small_for_its_variance_to_be_measured_is_refused():
+    """At 1e-170 the squares underflow, the scaler took the column as constant and naive forecast the mean."""
+    frame = clean_frame(60)
+    frame["v0"] = 1e-170 * (2 + frame["v0"])
+    with pytest.raises(DataError, match=r"column 'v0' varies by less than float64 can measure.*Fix: rescale"):
+        WindowDataModule(frame, **WINDOW).setup()
+
+
 def test_specific_table_errors():
     frame = clean_frame(60)
     multi = frame.copy()

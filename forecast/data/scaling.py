@@ -28,6 +28,7 @@ def fit_scaler(values: np.ndarray, columns: Sequence[Hashable], source: str) -> 
     """
     with np.errstate(over="ignore", invalid="ignore"):  # reported below, by column
         scaler = StandardScaler().fit(values)
+        _refit_offset_columns(scaler, values, columns, source)
         standardized = scaler.transform(values)  # [T_train, C]
         mean, spread = standardized.mean(axis=0), standardized.std(axis=0)  # [C]
     usable = (np.isfinite(scaler.mean_) & np.isfinite(scaler.scale_) & np.isfinite(standardized).all(axis=0)
@@ -43,6 +44,40 @@ def fit_scaler(values: np.ndarray, columns: Sequence[Hashable], source: str) -> 
             "ten) or subtract its typical level before passing it."
         )
     return scaler
+
+
+def _refit_offset_columns(scaler: StandardScaler, values: np.ndarray, columns: Sequence[Hashable],
+                          source: str) -> None:
+    """Refit, on values less their first row, the columns that vary but ``scaler`` took as constant (scale 1).
+
+    StandardScaler counts a column as constant where its variance is within rounding of its mean's
+    magnitude: a meter reading 1e11 that moves by 0.01 kept scale 1 (its standardized errors 1e4 times too
+    small). The variance does not depend on the offset; less one of its own values, the column's is measured.
+    DataError naming the column where even that leaves it at 0: values below ~1e-154, whose squares underflow.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        taken_constant = (np.ptp(values, axis=0) > 0) & _constant_mask(scaler)  # [C]
+    if not taken_constant.any():
+        return
+    offset = values[0, taken_constant]  # [C']
+    refit = StandardScaler().fit(values[:, taken_constant] - offset)
+    underflowed = _constant_mask(refit)  # [C']
+    if underflowed.any():
+        column = int(np.flatnonzero(taken_constant)[np.flatnonzero(underflowed)[0]])
+        raise DataError(
+            f"{source}: column {columns[column]!r} varies by less than float64 can measure (its train rows reach "
+            f"|{float(np.max(np.abs(values[:, column]))):.3g}|: their squares underflow). Fix: rescale the column "
+            "(e.g. multiply it by a power of ten) before passing it."
+        )
+    scaler.mean_[taken_constant] = refit.mean_ + offset
+    scaler.var_[taken_constant] = refit.var_
+    scaler.scale_[taken_constant] = refit.scale_
+
+
+def _constant_mask(scaler: StandardScaler) -> np.ndarray:
+    """The columns a fitted ``scaler`` took as constant: scale 1 where the standard deviation is not 1."""
+    with np.errstate(invalid="ignore"):
+        return (scaler.scale_ == 1.0) & (np.sqrt(scaler.var_) != 1.0)  # [C]
 
 
 def standardize(scaler: StandardScaler, values: np.ndarray, columns: Sequence[Hashable], source: str,
