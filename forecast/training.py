@@ -50,6 +50,9 @@ from forecast.module import LOSSES, LR_SCHEDULES
 log = logging.getLogger(__name__)
 
 
+# Lightning's precisions that cast the weights themselves ("64" is "64-true"; "32-true" is plain float32).
+_CASTING_PRECISIONS = frozenset({"64", "64-true", "16-true", "bf16-true"})
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """How to train: optimisation, schedule, stopping, hardware. Not part of any model.
@@ -151,7 +154,7 @@ class TrainingConfig:
         if not isinstance(self.extra_trainer_options, dict):
             raise ConfigError(f"extra_trainer_options must be a dict of lightning.Trainer arguments, "
                               f"got extra_trainer_options={self.extra_trainer_options!r}")
-        if str(self.precision).endswith("-true"):  # Lightning casts the batches it feeds, not the package's own
+        if str(self.precision) in _CASTING_PRECISIONS:  # Lightning casts the batches it feeds, not the package's own
             raise ConfigError(f"precision={self.precision!r} casts the weights themselves, and calibration and "
                               "predict feed the model float32 windows. Fix: precision='bf16-mixed' (autocast, the "
                               "weights in float32) or leave it unset.")

@@ -272,13 +272,15 @@ def test_gradient_clipping_under_mixed_precision_trains():
     assert plain.optimizers[0].defaults["fused"] is True
 
 
-@pytest.mark.parametrize("precision", ["bf16-true", "16-true"])
-def test_true_half_precision_is_refused_with_the_fix(precision):
+@pytest.mark.parametrize("precision", ["bf16-true", "16-true", "64-true", "64", 64])
+def test_precisions_that_cast_the_weights_are_refused_with_the_fix(precision):
     """Calibration and predict feed float32 windows to the model: a bf16-true fit failed after training (a matmul
-    of Float and BFloat16), and predict did under any recipe."""
-    with pytest.raises(ConfigError, match=rf"precision='{precision}' casts the weights themselves.*Fix: "
+    of Float and BFloat16), and predict did under any recipe; "64" (Lightning's "64-true") passed the check."""
+    with pytest.raises(ConfigError, match=rf"precision={precision!r} casts the weights themselves.*Fix: "
                                           r"precision='bf16-mixed'"):
         TrainingConfig(precision=precision)
+    for plain in ("32-true", "32", 32, "bf16-mixed", "16-mixed"):  # float32 weights: "32-true" was refused too
+        TrainingConfig(precision=plain)
 
 
 @pytest.mark.parametrize("native", [True, False])
