@@ -91,21 +91,24 @@ def test_invalid_settings_say_what_to_change():
         build_model("seasonal_naive", spec(), season_length=0)
     with pytest.raises(ConfigError, match="seq_len >= season_length"):
         build_model("seasonal_naive", spec(seq_len=23), season_length=24)
-    one_season = build_model("seasonal_naive", spec(seq_len=24), season_length=24)  # a point forecast only
-    assert not one_season.probabilistic
-    with pytest.raises(ConfigError, match="seq_len > season_length"):
-        one_season.sample(torch.zeros(1, 24, one_season.spec.c_in), None, None, n_samples=2)
+    for seq_len in (24, 25):  # no seasonal difference, or one that centring makes 0 (zero-width bands): points only
+        one_season = build_model("seasonal_naive", spec(seq_len=seq_len), season_length=24)
+        assert not one_season.probabilistic
+        with pytest.raises(ConfigError, match=rf"has {seq_len - 24} at season_length=24.*seq_len >= season_length \+ 2"):
+            one_season.sample(torch.zeros(1, seq_len, one_season.spec.c_in), None, None, n_samples=2)
+    assert build_model("seasonal_naive", spec(seq_len=26), season_length=24).probabilistic
     with pytest.raises(ConfigError, match="n_samples"):
         build_model("seasonal_naive", spec(), season_length=12).sample(torch.zeros(1, 48, 3), None, None, 0)
 
 
 @pytest.mark.parametrize(("freq", "period"), [("h", 24), ("2h", 12), ("15min", 96), ("10min", 144), ("D", 7),
-                                              ("B", 5), ("W-SUN", 52), ("MS", 12), ("QS", 4)])
+                                              ("B", 5), ("W-SUN", 52), ("MS", 12), ("QS", 4),
+                                              ("SMS", 24), ("SME", 24)])  # semi-months got a week of days (7)
 def test_the_natural_cycle_of_a_frequency(freq, period):
     assert seasonal_period(freq) == period
 
 
-@pytest.mark.parametrize("freq", ["YS", "7h", "2D"])
+@pytest.mark.parametrize("freq", ["YS", "7h", "2D", "2SMS"])
 def test_a_frequency_without_a_cycle_asks_for_season_length(freq):
     with pytest.raises(ConfigError, match="season_length"):
         seasonal_period(freq)

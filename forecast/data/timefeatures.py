@@ -95,7 +95,7 @@ _SEASON_OF = {"day": 7, "business_day": 5, "week": 52, "month": 12, "quarter": 4
 
 def seasonal_period(freq: str | pd.DateOffset) -> int:
     """The steps of the series' natural cycle: a day of sub-daily data (24 hourly, 96 at 15 minutes, 144 at
-    10), a week of days (7; 5 business days), a year of weeks, months or quarters (52, 12, 4).
+    10), a week of days (7; 5 business days), a year of weeks, semi-months, months or quarters (52, 24, 12, 4).
 
     ConfigError, naming the fix, for a step that does not divide a day and for yearly data.
     """
@@ -105,6 +105,9 @@ def seasonal_period(freq: str | pd.DateOffset) -> int:
         step = pd.Timedelta(offset)
         if _DAY % step == pd.Timedelta(0):
             return int(_DAY // step)
+    elif isinstance(offset, pd.offsets.SemiMonthBegin | pd.offsets.SemiMonthEnd):  # their calendar features are days'
+        if offset.n == 1:
+            return 24
     elif resolution in _SEASON_OF and offset.n == 1:
         return _SEASON_OF[resolution]
     raise ConfigError(f"freq={offset.freqstr!r} has no natural cycle to repeat. Fix: set season_length, the "
