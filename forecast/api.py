@@ -41,7 +41,7 @@ from forecast.errors import ConfigError
 from forecast.metrics import DEFAULT_QUANTILES, check_variable_names, pivot_report
 from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.options import ForecasterOptions
+from forecast.options import ForecasterOptions, refuse_point_quantiles
 from forecast.plotting import check_forecast_names
 from forecast.predictor import DataFile, Predictor, fit_lock, prepare_run_dir, read_config, series_report
 from forecast.recipes import DEFAULT_RECIPE
@@ -72,6 +72,7 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     check_forecast_names(fitted.output_columns, source=datamodule.source)  # the levels: checked by the options
     check_variable_names(fitted.output_columns, source=datamodule.source)  # before training, not at evaluate()
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
+    refuse_point_quantiles(options.model, options.quantiles, model.probabilistic)
     module = options.new_module(model, fitted)
     run_path, config = Path(run_dir) if run_dir is not None else None, options.config()
     with fit_lock(run_path):

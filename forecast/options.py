@@ -38,7 +38,7 @@ from forecast.predictor import is_jsonable, jsonable, private_rng
 from forecast.recipes import Recipe, get_recipe
 from forecast.training import TrainingConfig
 
-__all__ = ["MANAGED_TRAINER_ARGUMENTS", "ForecasterOptions"]
+__all__ = ["MANAGED_TRAINER_ARGUMENTS", "ForecasterOptions", "refuse_point_quantiles"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,13 +82,15 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
                     n_time_features=4, season=1)
 
 
-def _refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
+def refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
     """ConfigError for levels other than the default asked of a model that forecasts points: predict adds quantile
-    columns for probabilistic models only, so they would be ignored."""
+    columns for probabilistic models only, so they would be ignored. Checked on the options, then at fit on the
+    model built for the data (seasonal_naive's season is the data's)."""
     if levels and levels != DEFAULT_QUANTILES and not probabilistic:
         raise ConfigError(f"quantiles={list(levels)} name the quantile columns predict adds for a model that forecasts "
                           f"a distribution, but {model!r} with these options forecasts points. Fix: leave quantiles "
-                          "out, or choose a probabilistic model (logsparse with head='gaussian', seasonal_naive).")
+                          "out, or choose a probabilistic model (logsparse with head='gaussian', seasonal_naive with "
+                          "seq_len >= season_length + 2).")
 
 
 def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
@@ -149,7 +151,7 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
             f"{sorted((*_TRAINING_OPTIONS, *_SHARED_OPTIONS))}; quantiles, progress; any "
             "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
         ) from error
-    _refuse_point_quantiles(model, levels, probe.probabilistic)
+    refuse_point_quantiles(model, levels, probe.probabilistic)
     if model_config_class(model)[0] is not None:  # a registered model with options keeps them as its config
         _refuse_idle_options(model, model_options, probe.config, recipe, given)
 

@@ -935,6 +935,16 @@ def test_quantiles_asked_of_a_model_that_forecasts_points_are_refused():
     Forecaster("logsparse", **WINDOW, quantiles=(0.1, 0.9), head="gaussian", **tiny("logsparse"))
 
 
+def test_quantiles_asked_of_a_seasonal_naive_the_data_makes_point_only_are_refused_at_fit(frame):
+    """Hourly data's season is 24 steps, so a 24-step window has no seasonal difference: predict gave no quantile
+    column, saying nothing (the options alone cannot tell: the season is the data's)."""
+    one_season = Forecaster("seasonal_naive", seq_len=24, label_len=12, pred_len=8, quantiles=(0.05, 0.5, 0.95))
+    with pytest.raises(ConfigError, match=r"'seasonal_naive' with these options forecasts points.*seq_len >= "
+                                          r"season_length \+ 2"):
+        one_season.fit(frame)
+    assert not one_season.is_fitted
+
+
 def test_predict_draws_sampled_quantiles_as_evaluate_does(frame):
     """Seeded by the same rule as evaluate(), not by the training seed, from as many paths."""
     seasonal = dict(WINDOW, features="S", season_length=24, quantiles=(0.1, 0.9))

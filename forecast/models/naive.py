@@ -60,7 +60,9 @@ class SeasonalNaive(ForecastModel):
     spread around the point forecast instead of carrying a trending window's slope past
     it. Parameter-free; ``m`` is ``config.season_length``. A window of
     exactly one season (``L == m``, a day of 15-minute data at input 96) has no seasonal
-    difference to bootstrap: the model then forecasts points only (``probabilistic`` is False).
+    difference to bootstrap, and one of ``L == m + 1`` has one, which centring makes 0 (every
+    path would be the point forecast): the model then forecasts points only (``probabilistic``
+    is False).
     """
 
     reads_other_inputs = False  # each output variable forecast from its own past only
@@ -85,8 +87,9 @@ class SeasonalNaive(ForecastModel):
 
     @property
     def probabilistic(self) -> bool:
-        """Whether :meth:`sample` has seasonal differences to draw from (``seq_len > season_length``)."""
-        return self.spec.seq_len > self.season_length
+        """Whether :meth:`sample` has seasonal differences to draw from, two at least (``seq_len >= season_length +
+        2``): a single one, centred, is 0."""
+        return self.spec.seq_len >= self.season_length + 2
 
     def _outputs(self, x: torch.Tensor) -> torch.Tensor:
         return x[:, :, x.shape[2] - self.spec.c_out:]  # [B, L, C_out]
@@ -108,8 +111,9 @@ class SeasonalNaive(ForecastModel):
         require_int("n_samples", n_samples, 1)
         if not self.probabilistic:
             raise ConfigError(
-                f"seasonal_naive samples seasonal differences, and a window of seq_len={self.spec.seq_len} has none "
-                f"at season_length={self.season_length}. Fix: seq_len > season_length, or use its point forecast"
+                f"seasonal_naive samples centred seasonal differences, and a window of seq_len={self.spec.seq_len} "
+                f"has {self.spec.seq_len - self.season_length} at season_length={self.season_length} (two at least "
+                "give a spread). Fix: seq_len >= season_length + 2, or use its point forecast"
             )
         values = self._outputs(x)
         m = self.season_length
