@@ -375,6 +375,12 @@ def test_values_fill_nan_made_up_count_in_no_training_or_validation_loss(name, o
                   for batch in (marked, changed, observed_changed)]
     assert float(losses[0]) == pytest.approx(float(losses[1]), rel=1e-6)
     assert float(losses[0]) != pytest.approx(float(losses[2]), rel=1e-3)
+    none_observed = {**marked, "truth": torch.full_like(marked["truth"], float("nan"))}  # a long outage's windows
+    loss = seeded(module.model.loss, none_observed, torch.nn.functional.mse_loss)
+    loss.backward()  # the mean over no cell was NaN, and so was every gradient
+    assert float(loss.detach()) == 0.0
+    gradients = [p.grad for p in module.parameters() if p.grad is not None]
+    assert gradients and all(torch.equal(grad, torch.zeros_like(grad)) for grad in gradients)
 
     def validation(batch: dict[str, torch.Tensor]) -> tuple[float, float, float]:
         with torch.no_grad(), warnings.catch_warnings():

@@ -275,6 +275,12 @@ def observed_cells(*tensors: Tensor, target: Tensor) -> tuple[Tensor, ...]:
     return (*(tensor[observed] for tensor in tensors), target[observed])
 
 
+def no_target_loss(output: Tensor) -> Tensor:
+    """The loss of a batch with no observed target (every horizon value made up by ``fill_nan``): 0, with a zero
+    gradient, where the mean over no cells would be NaN and poison every weight."""
+    return output.sum() * 0.0
+
+
 class ForecastModel(nn.Module):
     """The contract of every registered model, relied on by ForecastModule, the Forecaster and the recipe.
 
@@ -314,7 +320,8 @@ class ForecastModel(nn.Module):
         """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale, over the
         cells the data observed (:func:`observed_target`)."""
         pred = self(*model_inputs(self.spec, batch))  # [B, P, C_out]
-        return loss_fn(*observed_cells(pred, target=observed_target(batch, pred.shape[2], pred.shape[1])))
+        observed, target = observed_cells(pred, target=observed_target(batch, pred.shape[2], pred.shape[1]))
+        return loss_fn(observed, target) if target.numel() else no_target_loss(pred)
 
     @property
     def own_objective(self) -> str | None:
