@@ -449,7 +449,8 @@ def _sweep(args: argparse.Namespace, extra: list[str]) -> int:
                                "results": str(run.results)} for run in runs])
         print(frame.to_string(index=False))
         counts = frame["status"].value_counts()
-        statuses = ", ".join(f"{counts.get(status, 0)} {status}" for status in ("done", "partial", "pending"))
+        shown = ("done", "partial", "pending", *(("unreadable",) if counts.get("unreadable") else ()))
+        statuses = ", ".join(f"{counts.get(status, 0)} {status}" for status in shown)
         print(f"{len(runs)} run{'s' * (len(runs) != 1)}: {statuses}{share}")
         return 0
     summary = run_sweep(spec, progress=args.progress, fail_fast=args.fail_fast,

@@ -43,7 +43,8 @@ from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
 from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor, fit_lock
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
-from forecast.results import EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results
+from forecast.results import (EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row,
+                              read_results_file)
 from forecast.machine import device_description
 from forecast.training import TrainingConfig, calibrate_on_validation, git_commit, load_checkpoint, test_windows
 
@@ -237,7 +238,7 @@ def _trained_sibling(experiment: Experiment, results: Path, runs_dir: Path) -> _
         return None
     key = experiment.key()
     trained = _trained_settings(key["training"])
-    for row in reversed(read_results(results).to_dict("records")):
+    for row in reversed(read_results_file(results).to_dict("records")):
         sibling = row_key(row)
         if (any(sibling[name] != key[name] for name in KEY if name != "training")
                 or _trained_settings(sibling["training"]) != trained):

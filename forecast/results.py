@@ -91,8 +91,9 @@ def read_results_file(path: str | os.PathLike, fix: str = "") -> pd.DataFrame:
 
 
 def has_row(path: str | os.PathLike, key: dict[str, Any]) -> bool:
-    """Whether a finished run with these key fields is already recorded."""
-    frame = read_results(path)
+    """Whether a finished run with these key fields is already recorded (ConfigError naming ``path`` when it holds
+    no results: a sweep's data file in its results folder, a torn file)."""
+    frame = read_results_file(path, fix=", or write the results to another folder (results_dir)")
     if frame.empty:
         return False
     mask = pd.Series(True, index=frame.index)

@@ -165,10 +165,14 @@ class PlannedRun:
     command: str
 
     def status(self) -> str:
-        """``done`` (row recorded), ``partial`` (a checkpoint to resume) or ``pending``."""
+        """``done`` (row recorded), ``partial`` (a checkpoint to resume), ``unreadable`` (a damaged checkpoint: the
+        run fails with the fix and the sweep goes on) or ``pending``."""
         if has_row(self.results, self.experiment.key()):
             return "done"
-        return "partial" if last_checkpoint(self.run_dir) is not None else "pending"
+        try:
+            return "partial" if last_checkpoint(self.run_dir) is not None else "pending"
+        except ConfigError:
+            return "unreadable"
 
 
 @dataclass

@@ -161,6 +161,35 @@ def test_a_killed_sweep_loses_no_finished_row_and_resumes_the_interrupted_run(sw
     assert torch.load(checkpoint, map_location="cpu", weights_only=True)["epoch"] == 1  # resumed, not restarted
 
 
+def test_a_damaged_checkpoint_fails_its_run_and_the_sweep_goes_on(sweep_dirs, capsys):
+    """A truncated last.ckpt stopped the whole sweep (and its --dry_run) before any run: the healthy ones never ran."""
+    spec = sweep_dirs.updated(models=["informer"], seeds=[0, 1])
+    damaged = next(run for run in plan_sweep(spec) if run.experiment.seed == 0)
+    (damaged.run_dir / "checkpoints").mkdir(parents=True)
+    (damaged.run_dir / "checkpoints" / "last.ckpt").write_bytes(b"PK\x03\x04 torn")
+    assert [run.status() for run in plan_sweep(spec)] == ["unreadable", "pending"]
+    assert main(["sweep", "--configs_dir", "configs", "--results_dir", "results", "--runs_dir", "runs", "--models",
+                 "informer", "--seeds", "0", "1", "--dry_run"]) == 0
+    assert "2 runs: 0 done, 0 partial, 1 pending, 1 unreadable" in capsys.readouterr().out
+    summary = run_sweep(spec)
+    assert [run.experiment.seed for run in summary.ran] == [1]
+    [(failed, error)] = summary.failed
+    assert failed.experiment.seed == 0 and "last.ckpt cannot be read as a checkpoint" in str(error)
+
+
+def test_a_results_file_that_holds_no_results_is_named_with_the_fix(sweep_dirs):
+    """The sweep's data file in its results folder (or a torn results file) ended in a pandas KeyError or
+    ParserError deep in the sweep; the data file was left as it was."""
+    spec = sweep_dirs.updated(models=["naive"], seeds=[0])
+    spec.results_dir.mkdir(parents=True, exist_ok=True)
+    data = (sweep_dirs.configs_dir.parent / "toy.csv").read_text()
+    (spec.results_dir / "toy.csv").write_text(data)
+    with pytest.raises(ConfigError, match=r"toy.csv is not a results file: it lacks the columns .*Fix: move it out "
+                                          r"of .*, or write the results to another folder \(results_dir\)"):
+        run_sweep(spec, fail_fast=True)
+    assert (spec.results_dir / "toy.csv").read_text() == data
+
+
 def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_path):
     runs = plan_sweep(sweep_dirs.updated(models=["naive"], seeds=[3, 4]))
     assert [(run.experiment.model, run.experiment.seed) for run in runs] == [("naive", 3), ("naive", 4)]
