@@ -337,11 +337,16 @@ def _require_same_training(run_dir: Path, stored: Mapping[str, Any], training: M
     (:func:`~forecast.recipes.resume_settings`): the checkpoint's values would win over some silently, and the
     rest would make the run's later epochs another run's."""
     differing = _differences(resume_settings(stored), resume_settings(training))
+    if training.get("lr_schedule") == "cosine" and stored.get("max_epochs") != training.get("max_epochs"):
+        # The restored scheduler keeps its span: from the run's last epoch the rate would reach 0, then climb.
+        differing.append(f"max_epochs {stored.get('max_epochs')!r} in the run, {training.get('max_epochs')!r} now, "
+                         "which lr_schedule='cosine' spans")
     if differing:
         raise ConfigError(
             f"{run_dir} holds a run trained with other settings ({'; '.join(differing)}); resuming its checkpoint "
             "would restore the run's learning rate and patience over those given, and train its remaining epochs "
-            "unlike its first. Only max_epochs (max_steps) and the calibration settings may change on resume. "
+            "unlike its first. Only max_epochs (max_steps; not under a cosine schedule) and the calibration "
+            "settings may change on resume. "
             "Fix: fit with the run's settings to resume it, use another run_dir, or resume=False to train from "
             "scratch there."
         )
@@ -390,6 +395,12 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
                 "Fix: use another run_dir, or resume=False to train from scratch there."
             )
         _require_same_training(run_dir, stored.get("training", {}), config["training"])
+        if "split" in stored and stored["split"] != jsonable(split, "split"):
+            raise ConfigError(
+                f"{run_dir} holds a run split {stored['split']!r}, not {jsonable(split, 'split')!r}: its best epoch so "
+                "far was chosen on other validation windows, and resuming would compare losses over two sets. Fix: "
+                "fit with the run's split to resume it, use another run_dir, or resume=False to train from scratch."
+            )
         # Checked before the folder is touched: its finished model and scaling stay as they were.
         if (stored.get("fitted"), read_json(run_dir / SCALER_FILE)) != saved:
             raise ConfigError(

@@ -581,6 +581,21 @@ def test_resuming_with_other_training_settings_is_refused_before_the_folder_is_t
     Forecaster("dlinear", **{**options, "max_epochs": 2, "calibrate_correction": True}).fit(frame, run_dir=run_dir)
 
 
+def test_resuming_a_cosine_run_with_more_epochs_or_with_another_split_is_refused(frame, tmp_path):
+    """The restored cosine schedule kept the run's span, so an extended run trained an epoch at learning rate 0; a
+    resume with another split chose its best epoch across two sets of validation windows."""
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, **tiny("dlinear"), lr_schedule="cosine", max_epochs=1)
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, split=(0.7, 0.1, 0.2))
+    with pytest.raises(ConfigError, match=re.escape("max_epochs 1 in the run, 2 now, which lr_schedule='cosine' "
+                                                    "spans")):
+        Forecaster("dlinear", **{**options, "max_epochs": 2}).fit(frame, run_dir=run_dir, split=(0.7, 0.1, 0.2))
+    with pytest.raises(ConfigError, match=re.escape("holds a run split [0.7, 0.1, 0.2], not [0.7, 0.25, 0.05]: its "
+                                                    "best epoch")):
+        Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, split=(0.7, 0.25, 0.05))
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, split=(0.7, 0.1, 0.2))  # the same run resumes
+
+
 def test_resuming_another_model_names_each_option_that_differs(frame, tmp_path):
     """The refusal said only "different ['model_options']"."""
     run_dir = tmp_path / "run"
