@@ -610,18 +610,30 @@ def log_interval(train_batches: int, processes: int = 1, limit_train_batches: fl
 
 
 RESUME_FIX = "delete it and resume from another checkpoint, or train from scratch (resume=False)"
+# numpy scalars and arrays are data too: a callback's state (np.mean of its losses) holds them, and Lightning saves
+# it in every checkpoint, which weights_only=True refused on resume.
+_NUMPY_CORE = getattr(np, "_core", None) or np.core
+NUMPY_DATA = (_NUMPY_CORE.multiarray.scalar, _NUMPY_CORE.multiarray._reconstruct, np.ndarray, np.dtype,
+              *(getattr(np.dtypes, name) for name in dir(np.dtypes)  # numbers, booleans, text, dates: not objects
+                if name.endswith("DType") and name not in ("ObjectDType", "StringDType", "VoidDType")))
+
+
+def numpy_data_allowed() -> contextlib.AbstractContextManager[None]:
+    """Around a ``weights_only=True`` load (ours or Lightning's): numpy scalars and arrays read as the data they are."""
+    return torch.serialization.safe_globals(list(NUMPY_DATA))
 
 
 def load_checkpoint(path: str | os.PathLike, *, mmap: bool = False, fix: str = RESUME_FIX) -> Any:
     """Read a checkpoint or weights file onto the CPU with ``torch.load(weights_only=True)``.
 
-    Checkpoints are data (tensors, numbers, strings, containers); a file that needs
+    Checkpoints are data (tensors, numbers, strings, containers, numpy scalars and arrays); a file that needs
     unpickling code to load (a pickled callable or class instance) is refused with a
     ConfigError, like a damaged one. ``mmap`` maps the tensors instead of reading them
     (a cheap check of a large file). ``fix`` ends the messages: what to do instead (default: a resumed run's).
     """
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+        with numpy_data_allowed():
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as error:
         raise ConfigError(
             f"{path} holds pickled objects that are not plain data (weights_only=True refuses them: "
@@ -782,7 +794,7 @@ def fit_best(module: L.LightningModule, datamodule: Any, config: TrainingConfig,
                                 train_batches=len(datamodule.train_dataloader()), **_quiet(config, progress))
         # weights_only: checkpoints never unpickle code
         with lightning_warnings(num_workers=config.num_workers, resuming=checkpoint is not None), \
-                _callback(trainer, KeyboardInterruptKept).kept():
+                _callback(trainer, KeyboardInterruptKept).kept(), numpy_data_allowed():
             trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
     best_epoch, best_score = _restore_best(trainer, module, best)
     history = _callback(trainer, EpochLog).frame()
@@ -825,7 +837,8 @@ def _restore_best(trainer: L.Trainer, module: L.LightningModule, best: BestWeigh
     path = checkpoint.best_model_path if isinstance(checkpoint, ModelCheckpoint) else ""
     if path:
         try:
-            module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
+            with numpy_data_allowed():
+                module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
             score, epoch = checkpoint.best_model_score, re.search(r"epoch=(\d+)", Path(path).name)
             return (int(epoch[1]) if epoch else best.epoch), None if score is None else float(score)
         except pickle.UnpicklingError as error:

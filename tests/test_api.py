@@ -770,6 +770,40 @@ def test_run_dir_checkpoints_every_epoch_and_resumes(csv, frame, tmp_path):
     assert sorted(path.name for path in (run / "checkpoints").glob("*.ckpt")) == ["best-epoch=0.ckpt", "last.ckpt"]
 
 
+class NumpyState(Callback):
+    """Keeps the mean training loss as numpy makes it (np.float64) and a numpy array in its checkpointed state, and
+    stops the fit (as a kill would) when ``stop_at_epoch`` starts."""
+
+    def __init__(self, stop_at_epoch: int | None = None) -> None:
+        self.stop_at_epoch, self.losses, self.restored = stop_at_epoch, [], None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.losses.append(float(outputs["loss"]))
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if trainer.current_epoch == self.stop_at_epoch:
+            raise RuntimeError("stopped")
+
+    def state_dict(self) -> dict:
+        return {"mean_loss": np.mean(self.losses), "losses": np.asarray(self.losses)}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.restored = state_dict
+
+
+def test_a_run_whose_callback_keeps_numpy_values_resumes(frame, tmp_path):
+    """weights_only=True refused the numpy scalar in the run's own checkpoints: once stopped, the run could never
+    resume ("holds pickled objects that are not plain data")."""
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, **tiny("dlinear"), max_epochs=2, limit_train_batches=3, limit_val_batches=1)
+    with pytest.raises(RuntimeError, match="stopped"):
+        Forecaster("dlinear", callbacks=[NumpyState(stop_at_epoch=1)], **options).fit(frame, run_dir=run_dir)
+    resumed = NumpyState()
+    fc = Forecaster("dlinear", callbacks=[resumed], **options).fit(frame, run_dir=run_dir)
+    assert isinstance(resumed.restored["mean_loss"], np.float64) and resumed.restored["losses"].shape == (3,)
+    assert fc.last_fit.epochs == 2 and fc.history["epoch"].tolist() == [0, 1]
+
+
 class LastCheckpointStep(Callback):
     """The step ``last.ckpt`` holds as each training batch starts (``None``: not written yet)."""
 
