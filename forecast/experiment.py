@@ -41,6 +41,7 @@ from forecast.data.splits import split_key
 from forecast.datasets import file_digest
 from forecast.errors import ConfigError
 from forecast.models import PARAMETER_FREE
+from forecast.options import LOADING_OPTIONS
 from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor, fit_lock
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
 from forecast.results import (EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row,
@@ -143,8 +144,14 @@ class Experiment:
         """The data options given (a panel's id column and covariates, a split, ...), as sorted JSON: they
         change what a run learns from, so they belong to its key. So do a target other than a registered
         dataset's own (any target of a CSV path) and a time encoding other than ``timeF``; the defaults
-        are left out, so the keys of runs that use them stay what they were."""
-        options = dict(self.data_options)
+        are left out, so the keys of runs that use them stay what they were, and so are options given at their
+        defaults and those that only load the windows (:data:`~forecast.options.LOADING_OPTIONS` but
+        ``drop_last_train``): ``--data.pin_memory false`` or another ``eval_batch_size`` names the same run."""
+        defaults = {f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+                    for f in dataclasses.fields(DataConfig)}
+        options = {name: value for name, value in self.data_options.items()
+                   if not (name in LOADING_OPTIONS and name != "drop_last_train")
+                   and not (name in defaults and value == defaults[name])}
         if "split" in options:  # '2023-01-18' and '2023-01-18 00:00:00' are one split: one run
             options["split"] = split_key(options["split"])
         info = datasets.find(self.dataset)

@@ -388,6 +388,21 @@ def test_a_registered_dataset_named_by_an_alias_or_in_another_case_is_one_run():
     assert canonical.results_path("results") == Path("results/national_illness.csv")
 
 
+def test_data_options_at_their_defaults_or_that_only_load_windows_name_the_same_run():
+    """--data.pin_memory false, --data.allow_irregular false or --data.eval_batch_size 7 made another run folder: fit
+    trained the same run again, and test could not find the run fit had made."""
+    from forecast.config import load_config
+
+    config = CONFIGS / "national_illness" / "informer_M_24.yaml"
+    canonical = load_config(config).experiment()
+    for given in (["--data.pin_memory", "false"], ["--data.allow_irregular", "false"], ["--data.eval_batch_size", "7"],
+                  ["--data.predict_split", "val"], ["--data.persistent_workers", "true"]):
+        same = load_config(config, given).experiment()
+        assert same.key() == canonical.key() and same.run_name() == canonical.run_name(), given
+    for given in (["--data.drop_last_train", "true"], ["--data.fill_nan", "ffill"]):  # what is learned from changes
+        assert load_config(config, given).experiment().key() != canonical.key(), given
+
+
 def test_published_numbers_are_well_formed():
     from forecast import datasets
     from forecast.models import MODELS
