@@ -490,6 +490,7 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
                                add_arguments=add_arguments)
     except ConfigError as error:
         raise ConfigError(f"{source}: model.name={model!r}: {error}") from None
+    _refuse_base_60(parser, {str(path): documents[str(path)] for path in files}, tokens, flag)
     arguments = [*(f"--config={texts[str(path)]}" for path in paths),
                  *(f"--config={texts[named_file(token)]}" if named_file(token) else token for token in tokens)]
     try:
@@ -513,6 +514,48 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     return RunConfig.from_mapping(given, source), own
 
 
+# Digits in groups of two after colons, which YAML 1.1 reads as a number in base 60 (1:30 is 90).
+_BASE_60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+
+
+def _numeric_options(parser: Any) -> set[str]:
+    """The options of ``parser`` typed as a number (int or float, maybe None), never as text."""
+    numeric = set()
+    for action in parser._actions:
+        typehint = getattr(action, "_typehint", None)
+        types_ = set(typing.get_args(typehint)) - {type(None)} if typing.get_args(typehint) else {typehint}
+        if types_ and types_ <= {int, float}:
+            numeric.add(action.dest)
+    return numeric
+
+
+def _refuse_base_60(parser: Any, documents: Mapping[str, Any], tokens: Sequence[str], flag: str) -> None:
+    """ConfigError for a number option given ``1:30``: jsonargparse converts such text to a number with YAML 1.1's
+    rules (base 60: 90), where this package's reading keeps it as the text it is (:class:`_Yaml12Loader`)."""
+    numeric = _numeric_options(parser)
+    given = [(f"{path}: {section}.{key}", f"{section}.{key}", value) for path, document in documents.items()
+             for section, block in document.items() if isinstance(block, dict) for key, value in block.items()]
+    given += [(f"{path}: {key}", key, value) for path, document in documents.items()
+              for key, value in document.items() if not isinstance(value, dict)]
+    for index, token in enumerate(tokens):
+        name, equals, value = token.removeprefix("--").partition("=")
+        if token.startswith("--") and (equals or index + 1 < len(tokens)):
+            name = name.replace("-", "_")
+            given.append((flag.format(name), name, value if equals else tokens[index + 1]))
+    for where, name, value in given:
+        if name in numeric and isinstance(value, str) and _BASE_60.match(value.strip()):
+            raise ConfigError(f"{where} is {value!r}, which YAML 1.1 would read as a number in base 60 "
+                              f"({_yaml_11_number(value)}); the option takes a number. Fix: write the number itself.")
+
+
+def _yaml_11_number(text: str) -> float:
+    sign = -1 if text.strip().startswith("-") else 1
+    number = 0.0
+    for part in text.strip().lstrip("+-").replace("_", "").split(":"):
+        number = number * 60 + float(part)
+    return int(sign * number) if number.is_integer() else sign * number
+
+
 # The option a section's one word most likely meant (`data: ETTh1`, `model: informer`).
 _SECTION_KEY = {"model": "name", "data": "dataset"}
 
@@ -527,13 +570,23 @@ def _section_flags(tokens: Sequence[str]) -> dict[str, str | None]:
     return given
 
 
+def _inline_mapping(text: str) -> bool:
+    """Whether ``text`` is a section written inline, ``{d_model: 24}`` (jsonargparse reads it as the section)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except yaml.YAMLError:
+        return False
+
+
 def _require_section_mappings(sections: Mapping[str, Any], source: str, flag: bool = False) -> None:
     """ConfigError for a section given as a word (``data: good.csv``, ``--data good.csv``) rather than a mapping of
     options or the YAML file of one, which jsonargparse would try to read as that file ("Unable to load config")."""
     for section in SECTIONS:
         value = sections.get(section)
         # a section's own file (--data <(...) is a pipe), never the data's CSV
-        if isinstance(value, str) and not (value.lower().endswith((".yaml", ".yml"))
+        if isinstance(value, str) and not (value.lower().endswith((".yaml", ".yml")) or _inline_mapping(value)
                                            or (Path(value).exists() and Path(value).suffix.lower() != ".csv")):
             option = _SECTION_KEY.get(section, "<option>")
             written = f"--{section}.{option} {value}" if flag else f"{section}: {{{option}: {value}}}"

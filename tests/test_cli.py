@@ -392,6 +392,20 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and not captured.out
 
 
+def test_a_number_option_given_in_base_60_is_refused(workdir, capsys):
+    """jsonargparse read `1:30` for a number with YAML 1.1's rules: 90 minutes, a seq_len of 750 from `12:30`."""
+    for override, where, number in ((["--trainer.checkpoint_every_minutes", "1:30"],
+                                     "--trainer.checkpoint_every_minutes", 90),
+                                    (["--data.seq_len=12:30"], "--data.seq_len", 750)):
+        assert main(["fit", "--config", "tiny.yaml", *override, "--print_config"]) == 2
+        assert (f"{where} is '{override[-1].split('=')[-1]}', which YAML 1.1 would read as a number in base 60 "
+                f"({number}); the option takes a number. Fix: write the number itself." in capsys.readouterr().err)
+    (workdir / "minutes.yaml").write_text("trainer:\n  checkpoint_every_minutes: 1:30\n")
+    assert main(["fit", "--config", "tiny.yaml", "--config", "minutes.yaml", "--print_config"]) == 2
+    assert "minutes.yaml: trainer.checkpoint_every_minutes is '1:30'" in capsys.readouterr().err
+    assert load_config(["tiny.yaml"], ["--data.target", "12:30"]).data["target"] == "12:30"  # text stays text
+
+
 def test_a_section_given_as_one_word_is_named_with_the_fix(workdir, capsys):
     """`data: toy.csv` (or --data toy.csv) was read by jsonargparse as a config file: "Unable to load config"."""
     (workdir / "word.yaml").write_text("model: {name: naive}\ndata: toy.csv\n")
@@ -401,6 +415,8 @@ def test_a_section_given_as_one_word_is_named_with_the_fix(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--model=naive"]) == 2
     assert "section 'model' is 'naive', not a mapping of options. Fix: write --model.name naive" in (
         capsys.readouterr().err)
+    # a section written inline is a mapping: it was refused with the fix "write --model.name {d_model: 24}"
+    assert load_config(["tiny.yaml"], ["--model", "{d_model: 24}"]).model_options["d_model"] == 24
 
 
 def test_a_section_from_its_own_yaml_file_is_read_as_written(workdir):
