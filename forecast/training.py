@@ -11,6 +11,7 @@ results row). See docs/design.md.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import math
 import os
@@ -35,7 +36,8 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.callbacks import Callback, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
-from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers import CSVLogger, Logger
+from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
@@ -560,7 +562,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         options["precision"] = config.precision
     if config.limit_train_batches is not None:
         options["limit_train_batches"] = config.limit_train_batches
-    options.update(config.extra_trainer_options)
+    options.update({name: _built_trainer_option(name, value) for name, value in config.extra_trainer_options.items()})
     options.update(overrides)
     try:
         trainer = L.Trainer(**options)
@@ -582,6 +584,37 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         trainer.log_every_n_steps = log_interval(train_batches, trainer.world_size, config.limit_train_batches,
                                                  trainer.log_every_n_steps)
     return trainer
+
+
+# Trainer arguments a config may give as a class to build ({class_path, init_args}, as jsonargparse parses
+# `--trainer.logger CSVLogger --trainer.logger.save_dir logs`), with the base class it must extend.
+_BUILT_FROM_CLASS_PATH = {"logger": Logger, "profiler": Profiler}
+
+
+def _built_trainer_option(name: str, value: Any) -> Any:
+    """A Trainer argument as Lightning takes it: a logger or profiler given by its class path built (a subclass of
+    Lightning's base class only); ConfigError for another class path, which Lightning would keep as a dict and fail
+    on at the end of training."""
+    if not (isinstance(value, dict) and "class_path" in value) and not (name == "logger" and isinstance(value, str)):
+        return value
+    base = _BUILT_FROM_CLASS_PATH.get(name)
+    path = value["class_path"] if isinstance(value, dict) else value
+    module_name, _, class_name = str(path).rpartition(".")
+    try:
+        built = getattr(importlib.import_module(module_name), class_name) if module_name else None
+    except (ImportError, AttributeError):
+        built = None
+    if base is None or not (isinstance(built, type) and issubclass(built, base)):
+        fix = (f"a class path of a {base.__module__}.{base.__name__} subclass, e.g. "
+               "lightning.pytorch.loggers.CSVLogger" if base is not None else "set it from Python, where the "
+               f"Trainer takes the object: Forecaster(..., {name}=...)")
+        raise ConfigError(f"Trainer option {name}={value!r} is not a class this package builds from a config. Fix: "
+                          f"{fix}.")
+    try:
+        return built(**dict(value.get("init_args") or {})) if isinstance(value, dict) else built()
+    except TypeError as error:
+        raise ConfigError(f"Trainer option {name}={value!r}: {built.__name__} refuses its init_args ({error}). Fix: "
+                          f"give the arguments {built.__name__} takes.") from None
 
 
 def placement(config: TrainingConfig) -> torch.device:

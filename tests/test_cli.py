@@ -392,6 +392,24 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and not captured.out
 
 
+def test_a_logger_given_by_its_class_is_built_and_other_classes_are_refused_before_the_run_is_touched(workdir,
+                                                                                                       capsys):
+    """`--trainer.logger CSVLogger --trainer.logger.save_dir logs` (which --help lists) reached Lightning as a dict:
+    the fit failed at its end with a deep traceback ('dict' object has no attribute 'finalize'), after removing the
+    finished run's model.pt."""
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run"]) == 0
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run", "--trainer.max_epochs", "2", "--trainer.logger",
+                 "CSVLogger", "--trainer.logger.save_dir", "logs"]) == 0
+    assert list((workdir / "logs").rglob("metrics.csv")) and (workdir / "run" / "model.pt").is_file()
+    plugin = "{class_path: lightning.pytorch.plugins.environments.LightningEnvironment}"
+    assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run2", "--trainer.plugins", plugin]) == 2
+    assert "Trainer option plugins=" in capsys.readouterr().err and not (workdir / "run2").exists()
+    from forecast.training import _built_trainer_option
+
+    with pytest.raises(ConfigError, match="not a class this package builds"):
+        _built_trainer_option("logger", {"class_path": "subprocess.Popen", "init_args": {"args": "true"}})
+
+
 def test_a_number_option_given_in_base_60_is_refused(workdir, capsys):
     """jsonargparse read `1:30` for a number with YAML 1.1's rules: 90 minutes, a seq_len of 750 from `12:30`."""
     for override, where, number in ((["--trainer.checkpoint_every_minutes", "1:30"],
