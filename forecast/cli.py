@@ -297,6 +297,11 @@ def _print_config(command: str, tokens: list[str]) -> int:
     """``--print_config``: the config as given, then what the recipe and the defaults fill in, as comments."""
     from forecast.config import describe_config
 
+    flags = [token.partition("=")[2] for token in tokens if token.partition("=")[0] in _PRINT_CONFIG]
+    if any(flags):  # jsonargparse's help offers skip_default, skip_null, comments: this one prints all, commented
+        raise ConfigError(f"--print_config={next(flag for flag in flags if flag)} takes no flags here: it prints the "
+                          "config as given, then what the recipe and the defaults fill in, as comments. Fix: "
+                          "--print_config alone.")
     tokens = [token for token in tokens if token.partition("=")[0] not in _PRINT_CONFIG]
     if _names_saved_run_only(tokens):
         raise ConfigError("--print_config prints a config given by --config files or flags. Fix: read a fitted "
@@ -702,31 +707,41 @@ def _console_log() -> Iterator[None]:
 
 # How each command spells a data option on its command line; the library's messages name the Python parameter.
 _DATA_FLAG_PREFIX = {**dict.fromkeys(COMMAND_HELP, "--data."), "sweep": "--set data.", "splits": "--"}
+# ... and a model option (`set season_length`: --model.season_length), where the command takes them.
+_MODEL_FLAG_PREFIX = {**dict.fromkeys(("fit", "validate", "test", "predict"), "--model."), "sweep": "--set model."}
+# The demo's own names for the training parameters it sets.
+_DEMO_FLAGS = {"limit_train_batches": "--train_batches", "limit_val_batches": "--val_batches"}
 
 
 def with_command_line_flags(message: str, command: str) -> str:
     """``message`` with the ``command``'s flags for the data options its fix names as Python parameters
     (``pass columns=[...]``: ``--data.columns`` for ``fit``, ``--columns`` for ``splits``)."""
     from forecast.config import data_option_names
+    from forecast.models import MODELS, model_options
 
     prefix = _DATA_FLAG_PREFIX.get(command)
     # predict's --future_covariates CSV; fit's --resume false, the fix's resume=False
-    own = {name: f" {str(not default).lower()}" if isinstance(default, bool) else ""
+    own = {name: f"--{name} {str(not default).lower()}" if isinstance(default, bool) else f"--{name}"
            for name, _, default, _ in _COMMAND_FLAGS.get(command, ())}
+    if command == "demo":
+        own = dict(_DEMO_FLAGS)
+    model_prefix = _MODEL_FLAG_PREFIX.get(command)
+    modelled = {name for model in MODELS for name in model_options(model)} if model_prefix else set()
     # `pass columns=[...]`, `(fill_nan=...)`: not `runs/dataset=ETTh1_model=...`, a run folder's name, nor what the
     # message says before its fix (`models=[...]` of a sweep's filters)
     fix = message[message.find("Fix:"):] if "Fix:" in message else message
     named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`])(\w+)=", fix)
-                          if name in {*data_option_names(), *own})
-    if prefix is None or not named:
+                          if name in {*data_option_names(), *own, *modelled})
+    if (prefix is None and command != "demo") or not named:
         return message
-    reading = [prefix + name for name in named if name not in own]
+    reading = [prefix + name for name in named if name not in own and name not in modelled]
     if command in ("validate", "test", "predict") and reading:
         # A fitted run reads data with its fit's options: the flags would name another (unfitted) run.
         options = "is an option" if len(reading) == 1 else "are options"
         return (f"{message} ({command} reads data as the run's fit did: {', '.join(reading)} {options} of a new "
                 "`forecast fit`; or correct the data.)")
-    flags = ", ".join(f"--{name}{own[name]}" if name in own else prefix + name for name in named)
+    flags = ", ".join(own[name] if name in own else f"{model_prefix}{name}" if name in modelled else prefix + name
+                      for name in named)
     return f"{message} (On the command line: {flags}.)"
 
 

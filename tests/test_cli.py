@@ -383,6 +383,15 @@ def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
     assert not (workdir / "runs").exists()  # printing trains nothing
 
 
+def test_print_config_flags_are_refused_rather_than_ignored(workdir, capsys):
+    """--print_config=skip_default (as jsonargparse's help offers), =skip_null and =bogus printed the same config."""
+    for flag in ("skip_default", "bogus"):
+        assert main(["fit", "--config", "tiny.yaml", f"--print_config={flag}"]) == 2
+        captured = capsys.readouterr()
+        assert f"--print_config={flag} takes no flags here" in captured.err and not captured.out
+    assert main(["fit", "--config", "tiny.yaml", "--print_config"]) == 0
+
+
 def test_print_config_refuses_what_fit_refuses(workdir, capsys):
     """--print_config showed `attention: foo` and d_model 15 with 2 heads as a config, which fit then refused."""
     for override, message in ((["--model.attention", "foo"], "unknown attention attention='foo'; choose one of"),
@@ -604,6 +613,12 @@ def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
                                                                                    "--set data.fill_nan.)")
     assert with_command_line_flags("Fix: pass resume=False.", "test") == "Fix: pass resume=False."  # not data
     assert with_command_line_flags("Fix: pass resume=False.", "fit").endswith("(On the command line: --resume false.)")
+    # a model option by its section's flag, and the demo's own flag names (the fixes named neither)
+    season = "got seq_len=36, season_length=52; lengthen seq_len or set season_length"
+    assert with_command_line_flags(season, "fit").endswith("(On the command line: --data.seq_len, "
+                                                           "--model.season_length.)")
+    assert with_command_line_flags("Fix: limit_train_batches= a positive number.", "demo").endswith(
+        "(On the command line: --train_batches.)")
     fix = "Fix: pass future_covariates=<a long table>."  # a fit's column list, but predict's own CSV flag
     assert with_command_line_flags(fix, "fit").endswith("(On the command line: --data.future_covariates.)")
     assert with_command_line_flags(fix, "predict").endswith("(On the command line: --future_covariates.)")
