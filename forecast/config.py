@@ -504,6 +504,9 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
                            r'\[(?:list|tuple)\[.*Given value: (.*)$', message)
         if listed:  # a list option given one bare value: jsonargparse's Union report names no fix
             fix = f"give a list, as {flag.format(listed[1])} '[{listed[2]}]'"
+        spread = _list_spread_over_tokens(parser, message, tokens)
+        if spread:  # `--data.split 0.6 0.2 0.2`: the values after the first are left over
+            fix = f"give a list as one value, {flag.format(spread[0])} '[{', '.join(spread[1])}]'"
         raise ConfigError(f"{source}: {message}.{valid_options_hint(parser, message, flag)} Fix: {fix}.") from None
     given = _plain(given)
     given.pop("config", None)
@@ -554,6 +557,24 @@ def _yaml_11_number(text: str) -> float:
     for part in text.strip().lstrip("+-").replace("_", "").split(":"):
         number = number * 60 + float(part)
     return int(sign * number) if number.is_integer() else sign * number
+
+
+def _list_spread_over_tokens(parser: Any, message: str, tokens: Sequence[str]) -> tuple[str, list[str]] | None:
+    """``(option, its values)`` where ``message`` reports bare values left over after a list option given several,
+    as a shell spells a list (``--data.split 0.6 0.2 0.2``)."""
+    left = re.match(r"unrecognized arguments: (.*)$", message)
+    if not left or any(word.startswith("--") for word in left[1].split()):
+        return None
+    listed = {action.dest for action in parser._actions
+              if any(typing.get_origin(option) in (list, tuple, Sequence)
+                     for option in (typing.get_args(getattr(action, "_typehint", None)) or ()))}
+    for index, token in enumerate(tokens):
+        name, equals, value = token.removeprefix("--").partition("=")
+        values = [value] if equals else tokens[index + 1:index + 2]
+        rest = tokens[index + 1 + (not equals):]
+        if token.startswith("--") and name in listed and values and rest[:len(left[1].split())] == left[1].split():
+            return name, [*values, *left[1].split()]
+    return None
 
 
 # The option a section's one word most likely meant (`data: ETTh1`, `model: informer`).

@@ -383,6 +383,15 @@ def test_print_config_shows_overrides_with_yaml_types(workdir, capsys):
     assert not (workdir / "runs").exists()  # printing trains nothing
 
 
+def test_a_list_option_spread_over_words_gets_the_list_form(workdir, capsys):
+    """`--data.split 0.6 0.2 0.2`, as `forecast splits --split` takes it: "unrecognized arguments: 0.2 0.2"."""
+    assert main(["fit", "--config", "tiny.yaml", "--data.split", "0.6", "0.2", "0.2", "--print_config"]) == 2
+    assert ("unrecognized arguments: 0.2 0.2. Fix: give a list as one value, --data.split '[0.6, 0.2, 0.2]'."
+            in capsys.readouterr().err)
+    assert main(["fit", "--config", "tiny.yaml", "--data.seq_len", "16", "stray", "--print_config"]) == 2
+    assert "give a list" not in capsys.readouterr().err  # not a list option
+
+
 def test_print_config_flags_are_refused_rather_than_ignored(workdir, capsys):
     """--print_config=skip_default (as jsonargparse's help offers), =skip_null and =bogus printed the same config."""
     for flag in ("skip_default", "bogus"):
