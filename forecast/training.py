@@ -828,7 +828,13 @@ def fit_best(module: L.LightningModule, datamodule: Any, config: TrainingConfig,
         # weights_only: checkpoints never unpickle code
         with lightning_warnings(num_workers=config.num_workers, resuming=checkpoint is not None), \
                 _callback(trainer, KeyboardInterruptKept).kept(), numpy_data_allowed():
-            trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
+            try:
+                trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint, weights_only=True)
+            except RuntimeError as error:
+                if checkpoint is None or "loading state_dict" not in str(error):
+                    raise
+                raise ConfigError(f"{checkpoint} holds another model's weights (their names or shapes are not "
+                                  f"this run's model's): it came from another run. Fix: {RESUME_FIX}.") from None
     best_epoch, best_score = _restore_best(trainer, module, best)
     history = _callback(trainer, EpochLog).frame()
     if best_epoch >= 0:

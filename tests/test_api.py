@@ -6,6 +6,7 @@ import datetime
 import json
 import logging
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -303,6 +304,19 @@ def test_evaluate_refuses_unknown_windows(frame):
 # ------------------------------------------------------------------------ save / load
 
 
+@pytest.mark.parametrize("edit", [{"mean": float("nan")}, {"scale": 0.0}, {"scale": float("inf")}])
+def test_a_saved_scaler_edited_to_no_number_is_named_with_the_file(fitted, frame, tmp_path, edit):
+    """A NaN mean in scaler.json was blamed on the data: "column 'OT', row 1968 ... too far to standardize"."""
+    directory = fitted.save(tmp_path / "model")
+    scaler = json.loads((directory / "scaler.json").read_text())
+    for key, value in edit.items():
+        scaler[key][0] = value
+    (directory / "scaler.json").write_text(json.dumps(scaler))
+    with pytest.raises(ConfigError, match=r"config.json and scaler.json: the fitted scaler has a mean or scale that "
+                                          r"is not a finite number.*it was edited"):
+        Forecaster.load(directory)
+
+
 def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypatch):
     directory = fitted.save(tmp_path / "model")
     assert sorted(os.listdir(directory)) == ["config.json", "model.pt", "scaler.json"]
@@ -594,6 +608,17 @@ def test_resuming_a_cosine_run_with_more_epochs_or_with_another_split_is_refused
                                                     "best epoch")):
         Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, split=(0.7, 0.25, 0.05))
     Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, split=(0.7, 0.1, 0.2))  # the same run resumes
+
+
+def test_a_checkpoint_of_another_model_put_in_a_run_folder_is_named_with_the_fix(frame, tmp_path):
+    """Resuming it ended in Lightning's RuntimeError (Error(s) in loading state_dict), twelve frames deep."""
+    options = dict(**WINDOW, max_epochs=1)
+    Forecaster("dlinear", **options).fit(frame, run_dir=tmp_path / "dlinear")
+    Forecaster("informer", **options, **tiny("informer")).fit(frame, run_dir=tmp_path / "informer")
+    shutil.copy(tmp_path / "dlinear" / "checkpoints" / "last.ckpt", tmp_path / "informer" / "checkpoints")
+    with pytest.raises(ConfigError, match=r"last.ckpt holds another model's weights .*Fix: delete it"):
+        Forecaster("informer", **{**options, "max_epochs": 2}, **tiny("informer")).fit(frame,
+                                                                                        run_dir=tmp_path / "informer")
 
 
 def test_resuming_another_model_names_each_option_that_differs(frame, tmp_path):

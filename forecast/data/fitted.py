@@ -69,6 +69,11 @@ def _scaler_from_state(state: Mapping[str, Any]) -> StandardScaler:
     scaler.mean_ = np.asarray(state["mean"], dtype=np.float64)
     scaler.scale_ = np.asarray(state["scale"], dtype=np.float64)
     scaler.var_ = np.asarray(state["var"], dtype=np.float64)
+    if not (np.isfinite(scaler.mean_).all() and np.isfinite(scaler.scale_).all() and (scaler.scale_ > 0).all()):
+        # A fit never writes these: the file was edited, and every window would be scaled wrongly.
+        raise ConfigError(f"the fitted scaler has a mean or scale that is not a finite number (scale > 0): mean "
+                          f"{scaler.mean_.tolist()!r}, scale {scaler.scale_.tolist()!r}; it was edited. Fix: restore "
+                          "it as the fit saved it, or fit again.")
     scaler.n_features_in_ = len(scaler.mean_)
     scaler.n_samples_seen_ = np.int64(state["n_samples_seen"])
     return scaler
