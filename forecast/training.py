@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 # Lightning's precisions that cast the weights themselves ("64" is "64-true"; "32-true" is plain float32).
 _CASTING_PRECISIONS = frozenset({"64", "64-true", "16-true", "bf16-true"})
 
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """How to train: optimisation, schedule, stopping, hardware. Not part of any model.
