@@ -810,6 +810,26 @@ def test_long_horizon_summary_ranks_every_entry_over_the_cells_it_has_ties_shari
     assert lines[lines.index(table[-1]) + 2:] == script.targets(cells)
 
 
+def test_long_horizon_cells_tied_at_the_shown_precision_name_every_winner():
+    """ETTh1 96 named only "DLinear (published)" where iTransformer had the same 0.386, and 192 went to our 0.43681
+    over a published 0.437: a difference below the published figures' precision."""
+    script = load_script("long_horizon")
+    cells = pd.DataFrame([
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "DLinear (published)", "mse": 0.386, "mae": 0.4, "seeds": None},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "iTransformer (published)", "mse": 0.386, "mae": 0.4,
+         "seeds": None},
+        {"dataset": "ETTh1", "pred_len": 96, "entry": "informer", "mse": 0.388, "mae": 0.4, "seeds": 3},
+        {"dataset": "ETTh1", "pred_len": 192, "entry": "logsparse", "mse": 0.43681, "mae": 0.4, "seeds": 3},
+        {"dataset": "ETTh1", "pred_len": 192, "entry": "DLinear (published)", "mse": 0.437, "mae": 0.4, "seeds": None},
+    ])
+    rows = [line for line in script.render(cells, ("ETTh1",), summaries=False).splitlines() if line.startswith("| ETTh1")]
+    assert rows[0].endswith("| DLinear (published) = iTransformer (published) |")
+    assert rows[0].count("**") == 4 and rows[1].count("**") == 4  # both tied cells bold
+    assert rows[1].endswith("| logsparse = DLinear (published) |")
+    ranks = [line for line in script.summary(cells) if line.startswith("| ") and "entry" not in line]
+    assert "| logsparse | 1 | 1.00 |" in ranks and "| DLinear (published) | 2 | 1.00 |" in ranks
+
+
 def test_merging_rows_written_before_recipes_asks_for_their_key_columns(tmp_path):
     from forecast.results import merge_results
 
