@@ -158,10 +158,12 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     )
     # Seeds trained on a lent GPU sit beside seeds trained here: every device is named, each with its own
     # mean training time (a mean over both would describe neither).
-    by_device = (frame.groupby([*_SETTING, "device"], sort=True)["train_seconds"].mean() / 60).reset_index()
-    devices = by_device.groupby(_SETTING, sort=True).agg(
-        device=("device", ", ".join),
-        train_minutes=("train_seconds", lambda minutes: ", ".join(_minutes(value) for value in minutes)))
+    # A mean over the timed seeds only says so (a row written before training was timed has none).
+    by_device = frame.groupby([*_SETTING, "device"], sort=True)["train_seconds"].agg(["mean", "count", "size"])
+    by_device["train_seconds"] = [_minutes(mean / 60) + (f" ({count} of {size} timed)" if 0 < count < size else "")
+                                  for mean, count, size in by_device.itertuples(index=False)]
+    devices = by_device.reset_index().groupby(_SETTING, sort=True).agg(
+        device=("device", ", ".join), train_minutes=("train_seconds", ", ".join))
     return table.join(devices).reset_index()
 
 

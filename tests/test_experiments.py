@@ -445,6 +445,7 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     for seed, coverage in ((0, 0.75), (1, 0.85)):
         append_row(results / "toy.csv", row(dataset="toy", model="seasonal_naive", features="M", seq_len=96,
                                             label_len=48, pred_len=6, seed=seed, mse=1.0, mae=1.0, options="{}",
+                                            train_seconds=60 if seed == 0 else "",  # a row written untimed
                                             n_test_windows=50, **{"rho_risk_0.5_orig": 0.25 * (seed + 1),
                                                                   "rho_risk_0.9_orig": 0.125, "coverage_0.8": coverage}))
     # informer at two windows other than the configured 24/12: one with a re-run reference, one without
@@ -471,6 +472,7 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     # a point forecast has no rho-risks or coverage; counts in original units keep four significant digits
     assert "| 9.000 | 6.5e+10 | 9.424e+04 | – | – |" in report
     assert "| 0.375 / 0.125 | 0.800 |" in report  # seasonal_naive: means over its two seeds
+    assert "| 1.0 (1 of 2 timed) |" in report  # its training minutes: the one timed seed's, and it says so
     assert "Published: a paper." in report  # the re-run is cited at its own window only
     # each figure sits beside the runs at the window it was measured with, and nowhere else
     detail = {title.split("\n")[0]: body for title, body in
