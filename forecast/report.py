@@ -237,8 +237,16 @@ def _blocks(settings: pd.DataFrame, published: pd.DataFrame, order: Sequence[str
 
 def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
     papers = block.published[block.published.seq_len.isna()]  # the papers' own windows
+    setting = ["model", "seq_len", "label_len", "pred_len"]
+    configured = set(block.settings[setting].astype({"seq_len": int, "label_len": int, "pred_len": int})
+                     .itertuples(index=False, name=None))
+    # A figure measured at a configured setting's own window has its column too (the Autoformer protocol's 96/48).
+    at_config = block.published[[not pd.isna(row[1]) and (row[0], int(row[1]), int(row[2]), int(row[3])) in configured
+                                 for row in block.published[setting].itertuples(index=False, name=None)]]
+    citable = pd.concat([papers, at_config])
     models = _ordered_models([*block.settings["model"], *papers["model"]])
-    paper_label = {m: papers[papers.model == m]["published_as"].iloc[0] for m in models if (papers.model == m).any()}
+    paper_label = {m: citable[citable.model == m]["published_as"].iloc[0] for m in models
+                   if (citable.model == m).any()}
     cited_sources: set[str] = set()
     header = ["horizon", "window"]
     for model in models:

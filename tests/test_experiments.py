@@ -484,6 +484,27 @@ def test_report_marks_configured_settings_without_rows_as_not_run(tmp_path):
     assert "0.521" not in detail["toy `M` 48/24/6"] and "0.577" not in detail["toy `M` 48/24/6"]
 
 
+def test_report_summary_cites_a_figure_published_at_the_configured_window_only(tmp_path):
+    """ETTm2's LogTrans figures, measured at the configs' own 96/48 (not the paper's window, which they state),
+    had no column in the summary: the configured LogSparse had nothing to compare against."""
+    from forecast.report import render_report
+
+    configs = tmp_path / "configs" / "toy"
+    configs.mkdir(parents=True)
+    (configs / "logsparse_M_6.yaml").write_text(yaml.safe_dump(
+        {"model": {"name": "logsparse"}, "data": {"dataset": "toy", "features": "M", "seq_len": 96, "label_len": 48,
+                                                  "pred_len": 6}}))
+    results = tmp_path / "results"
+    append_row(results / "toy.csv", row(model="logsparse", seq_len=96, label_len=48, pred_len=6, mse=0.5, mae=0.4,
+                                        recipe="improved", n_test_windows=50))
+    published = tmp_path / "published.csv"
+    published.write_text("dataset,features,pred_len,model,published_as,mse,mae,source,seq_len,label_len\n"
+                         "toy,M,6,logsparse,LogTrans,0.768,0.642,a re-run at 96/48,96,48\n")
+    report = render_report(results, tmp_path / "configs", published)
+    assert "| horizon | window | logsparse | LogTrans (paper) |" in report
+    assert "| 6 | 96/48 |" in report and "| 0.768 / 0.642 |" in report
+
+
 def test_report_refuses_a_csv_file_in_the_results_folder_that_holds_no_results(tmp_path):
     """A data file among the results (or --results_dir naming the data folder) ended the report in pandas'
     IntCastingNaNError on seq_len; it is now refused, naming the file and the fix."""
