@@ -521,30 +521,42 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
 _BASE_60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
 
 
-def _numeric_options(parser: Any) -> set[str]:
-    """The options of ``parser`` typed as a number (int or float, maybe None), never as text."""
-    numeric = set()
+def _flag_values(tokens: Sequence[str]) -> list[tuple[str, str | None, int]]:
+    """Each ``--name value`` or ``--name=value`` of a command line: ``(name, value, where the tokens after its value
+    start)``; the value is ``None`` for a last flag without one."""
+    flags = []
+    for index, token in enumerate(tokens):
+        if token.startswith("--"):
+            name, equals, value = token.removeprefix("--").partition("=")
+            if equals:
+                flags.append((name, value, index + 1))
+            else:
+                flags.append((name, tokens[index + 1] if index + 1 < len(tokens) else None, index + 2))
+    return flags
+
+
+def _typed_options(parser: Any, accepts: Callable[[set[Any]], bool]) -> set[str]:
+    """The options of ``parser`` whose type (a Union's members, None left out) ``accepts``."""
+    typed = set()
     for action in parser._actions:
         typehint = getattr(action, "_typehint", None)
-        types_ = set(typing.get_args(typehint)) - {type(None)} if typing.get_args(typehint) else {typehint}
-        if types_ and types_ <= {int, float}:
-            numeric.add(action.dest)
-    return numeric
+        members = set(typing.get_args(typehint)) - {type(None)} if typing.get_origin(typehint) in (
+            typing.Union, types.UnionType) else {typehint}
+        if members and accepts(members):
+            typed.add(action.dest)
+    return typed
 
 
 def _refuse_base_60(parser: Any, documents: Mapping[str, Any], tokens: Sequence[str], flag: str) -> None:
     """ConfigError for a number option given ``1:30``: jsonargparse converts such text to a number with YAML 1.1's
     rules (base 60: 90), where this package's reading keeps it as the text it is (:class:`_Yaml12Loader`)."""
-    numeric = _numeric_options(parser)
+    numeric = _typed_options(parser, lambda members: members <= {int, float})
     given = [(f"{path}: {section}.{key}", f"{section}.{key}", value) for path, document in documents.items()
              for section, block in document.items() if isinstance(block, dict) for key, value in block.items()]
     given += [(f"{path}: {key}", key, value) for path, document in documents.items()
               for key, value in document.items() if not isinstance(value, dict)]
-    for index, token in enumerate(tokens):
-        name, equals, value = token.removeprefix("--").partition("=")
-        if token.startswith("--") and (equals or index + 1 < len(tokens)):
-            name = name.replace("-", "_")
-            given.append((flag.format(name), name, value if equals else tokens[index + 1]))
+    given += [(flag.format(name.replace("-", "_")), name.replace("-", "_"), value)
+              for name, value, _ in _flag_values(tokens) if value is not None]
     for where, name, value in given:
         if name in numeric and isinstance(value, str) and _BASE_60.match(value.strip()):
             raise ConfigError(f"{where} is {value!r}, which YAML 1.1 would read as a number in base 60 "
@@ -565,15 +577,12 @@ def _list_spread_over_tokens(parser: Any, message: str, tokens: Sequence[str]) -
     left = re.match(r"unrecognized arguments: (.*)$", message)
     if not left or any(word.startswith("--") for word in left[1].split()):
         return None
-    listed = {action.dest for action in parser._actions
-              if any(typing.get_origin(option) in (list, tuple, Sequence)
-                     for option in (typing.get_args(getattr(action, "_typehint", None)) or ()))}
-    for index, token in enumerate(tokens):
-        name, equals, value = token.removeprefix("--").partition("=")
-        values = [value] if equals else tokens[index + 1:index + 2]
-        rest = tokens[index + 1 + (not equals):]
-        if token.startswith("--") and name in listed and values and rest[:len(left[1].split())] == left[1].split():
-            return name, [*values, *left[1].split()]
+    leftover = left[1].split()
+    listed = _typed_options(parser, lambda members: any(typing.get_origin(member) in (list, tuple, Sequence)
+                                                        for member in members))
+    for name, value, after in _flag_values(tokens):
+        if name in listed and value is not None and list(tokens[after:after + len(leftover)]) == leftover:
+            return name, [value, *leftover]
     return None
 
 
@@ -583,12 +592,7 @@ _SECTION_KEY = {"model": "name", "data": "dataset"}
 
 def _section_flags(tokens: Sequence[str]) -> dict[str, str | None]:
     """The values a command line gives whole sections (``--data X``, ``--data=X``)."""
-    given: dict[str, str | None] = {}
-    for index, token in enumerate(tokens):
-        name, equals, value = token.removeprefix("--").partition("=")
-        if token.startswith("--") and name in SECTIONS:
-            given[name] = value if equals else (tokens[index + 1] if index + 1 < len(tokens) else None)
-    return given
+    return {name: value for name, value, _ in _flag_values(tokens) if name in SECTIONS}
 
 
 def _inline_mapping(text: str) -> bool:
