@@ -275,10 +275,14 @@ def observed_cells(*tensors: Tensor, target: Tensor) -> tuple[Tensor, ...]:
     return (*(tensor[observed] for tensor in tensors), target[observed])
 
 
-def no_target_loss(output: Tensor) -> Tensor:
-    """The loss of a batch with no observed target (every horizon value made up by ``fill_nan``): 0, with a zero
-    gradient, where the mean over no cells would be NaN and poison every weight."""
-    return output.sum() * 0.0
+def observed_loss(loss: Callable[..., Tensor], *outputs: Tensor, target: Tensor) -> Tensor:
+    """``loss(*outputs, target)`` over the cells whose target is observed (:func:`observed_cells`). A batch with none
+    (every horizon value made up by ``fill_nan``) has loss 0 with a zero gradient, where the mean over no cells
+    would be NaN and poison every weight."""
+    *kept, kept_target = observed_cells(*outputs, target=target)
+    if kept_target.numel() == 0:
+        return sum(output.sum() for output in outputs) * 0.0
+    return loss(*kept, kept_target)
 
 
 class ForecastModel(nn.Module):
@@ -320,8 +324,7 @@ class ForecastModel(nn.Module):
         """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale, over the
         cells the data observed (:func:`observed_target`)."""
         pred = self(*model_inputs(self.spec, batch))  # [B, P, C_out]
-        observed, target = observed_cells(pred, target=observed_target(batch, pred.shape[2], pred.shape[1]))
-        return loss_fn(observed, target) if target.numel() else no_target_loss(pred)
+        return observed_loss(loss_fn, pred, target=observed_target(batch, pred.shape[2], pred.shape[1]))
 
     @property
     def own_objective(self) -> str | None:

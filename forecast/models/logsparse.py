@@ -75,8 +75,8 @@ from forecast.layers.normalization import (
     documents_revin_options,
     validate_revin_options,
 )
-from forecast.models.base import (SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, no_target_loss,
-                                  observed_cells, observed_target, path_quantiles)
+from forecast.models.base import (SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, observed_loss,
+                                  observed_target, path_quantiles)
 from forecast.models.logsparse_rollout import Rollout, standard_normal
 from forecast.models.logsparse_tokens import TokenLayout
 
@@ -173,6 +173,11 @@ class StepPrediction(NamedTuple):
 
     mean: Tensor
     scale: Tensor | None
+
+
+def _gaussian_nll(mean: Tensor, scale: Tensor, target: Tensor) -> Tensor:
+    """The Gaussian head's training loss: the mean negative log-likelihood of ``target``."""
+    return -torch.distributions.Normal(mean, scale).log_prob(target).mean()
 
 
 class LogSparseTransformer(ForecastModel):
@@ -336,12 +341,8 @@ class LogSparseTransformer(ForecastModel):
                            dim=1)  # [B, T - first, C_out]
         mean = prediction.mean[:, first:]  # [B, T - first, C_out]
         if prediction.scale is None:
-            observed, target = observed_cells(mean, target=target)
-            return loss_fn(observed, target) if target.numel() else no_target_loss(mean)
-        observed, scale, target = observed_cells(mean, prediction.scale[:, first:], target=target)
-        if not target.numel():
-            return no_target_loss(mean) + no_target_loss(prediction.scale)
-        return -torch.distributions.Normal(observed, scale).log_prob(target).mean()
+            return observed_loss(loss_fn, mean, target=target)
+        return observed_loss(_gaussian_nll, mean, prediction.scale[:, first:], target=target)
 
     # -- probabilistic forecasts -------------------------------------------------------------
 
