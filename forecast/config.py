@@ -841,8 +841,11 @@ class RunConfig:
     def forecaster(self):
         """An unfitted :class:`~forecast.Forecaster` for this config (values checked here)."""
         from forecast.api import Forecaster
+        from forecast.data.splits import resolve_split
 
         try:
+            if self.split is not None:  # fit's split, not the Forecaster's: checked here so a config shown is one fit takes
+                resolve_split(self.split)
             return Forecaster(self.model, **self.forecaster_options())
         except ConfigError as error:
             raise ConfigError(f"{self.source}: {error}") from error

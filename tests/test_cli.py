@@ -402,12 +402,17 @@ def test_print_config_flags_are_refused_rather_than_ignored(workdir, capsys):
 
 
 def test_print_config_refuses_what_fit_refuses(workdir, capsys):
-    """--print_config showed `attention: foo` and d_model 15 with 2 heads as a config, which fit then refused."""
+    """--print_config showed `attention: foo` and d_model 15 with 2 heads as a config, which fit then refused, and
+    a one-element split (`--data.split+ 0.6`), which fit refused only after announcing the run."""
     for override, message in ((["--model.attention", "foo"], "unknown attention attention='foo'; choose one of"),
-                              (["--model.d_model", "15"], "d_model=15 must be a positive multiple of n_heads=2")):
+                              (["--model.d_model", "15"], "d_model=15 must be a positive multiple of n_heads=2"),
+                              (["--data.split+", "0.6"], "split=[0.6]: Fix: use a protocol name")):
         assert main(["fit", "--config", "tiny.yaml", *override, "--print_config"]) == 2
         captured = capsys.readouterr()
         assert message in captured.err and not captured.out
+        assert main(["fit", "--config", "tiny.yaml", *override]) == 2
+        captured = capsys.readouterr()
+        assert message in captured.err and "fitting" not in captured.out
 
 
 def test_a_logger_given_by_its_class_is_built_and_other_classes_are_refused_before_the_run_is_touched(workdir,
