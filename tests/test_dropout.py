@@ -8,7 +8,14 @@ import pytest
 import torch
 from torch import nn
 
-from forecast.layers.dropout import GAP_DRAWS_BELOW, Dropout, apply_dropout, dropped_positions
+from forecast.layers.dropout import (
+    GAP_DRAWS_BELOW,
+    Dropout,
+    activation_dropout_linear,
+    add_dropout,
+    apply_dropout,
+    dropped_positions,
+)
 from forecast.models import MODELS, DataSpec, build_model
 
 N = 1_000_000
@@ -103,3 +110,57 @@ def test_the_gap_draw_is_below_the_threshold_and_handles_any_layout():
     out.backward(torch.ones_like(out))
     torch.testing.assert_close(x.grad, kept.float() / 0.9)
     torch.testing.assert_close(apply_dropout(torch.ones(1), 1e-6, True), torch.ones(1) / (1 - 1e-6))
+
+
+@pytest.mark.parametrize("activation", [nn.GELU(), nn.ReLU()])
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.3])  # fused below GAP_DRAWS_BELOW, the plain path above it
+def test_the_feed_forward_folds_the_scale_into_its_weight_with_the_same_mask_and_gradients(activation, p):
+    torch.manual_seed(4)
+    expand, project = nn.Linear(16, 64), nn.Linear(64, 16)
+    x = torch.randn(3, 32, 16, requires_grad=True)
+    outputs, gradients = [], []
+    for fused in (True, False):
+        torch.manual_seed(5)  # the same draw of dropped positions
+        hidden = expand(x)
+        out = (activation_dropout_linear(hidden, activation, p, True, project) if fused
+               else project(apply_dropout(activation(hidden), p, True)))
+        grads = torch.autograd.grad((out * torch.linspace(-1, 1, 16)).sum(),
+                                    [x, *expand.parameters(), *project.parameters()])
+        outputs.append(out)
+        gradients.append(grads)
+    # float rounding apart: the same mask as apply_dropout's, whose keep rate and independence are tested above
+    torch.testing.assert_close(outputs[0], outputs[1])
+    for fused_grad, plain_grad in zip(*gradients, strict=True):
+        torch.testing.assert_close(fused_grad, plain_grad)
+
+
+def test_the_feed_forward_without_training_or_dropout_is_the_plain_block():
+    torch.manual_seed(6)
+    expand, project = nn.Linear(16, 64), nn.Linear(64, 16)
+    x = torch.randn(2, 8, 16)
+    plain = project(nn.functional.gelu(expand(x)))
+    assert torch.equal(activation_dropout_linear(expand(x), nn.GELU(), 0.1, False, project), plain)
+    assert torch.equal(activation_dropout_linear(expand(x), nn.GELU(), 0.0, True, project), plain)
+
+
+@pytest.mark.parametrize("p", [0.05, 0.3])  # one pass below GAP_DRAWS_BELOW, the plain path above it
+@pytest.mark.parametrize("branch_dtype", [torch.float32, torch.bfloat16])  # bf16 branches join fp32 under autocast
+def test_a_residual_adds_the_dropped_branch_with_the_same_mask_and_gradients(p, branch_dtype):
+    x = torch.randn(4, 24, 16, requires_grad=True)
+    y = torch.randn(4, 24, 16).to(branch_dtype).requires_grad_()
+    outputs, gradients = [], []
+    for fused in (True, False):
+        torch.manual_seed(7)
+        out = add_dropout(x, y, p, True) if fused else x + apply_dropout(y, p, True)
+        outputs.append(out)
+        gradients.append(torch.autograd.grad((out * torch.linspace(-1, 1, 16)).sum(), [x, y]))
+    assert outputs[0].dtype == outputs[1].dtype
+    # a bfloat16 branch is scaled in float32 here, not rounded to bfloat16 first: closer, by its rounding
+    tolerance = {} if branch_dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 1.6e-2}
+    torch.testing.assert_close(outputs[0], outputs[1], **tolerance)
+    dropped = apply_dropout(torch.ones(4, 24, 16), 0.0, True)  # nothing dropped at p = 0
+    assert torch.equal(add_dropout(x, y, 0.0, True), x + y) and torch.equal(dropped, torch.ones(4, 24, 16))
+    for fused_grad, plain_grad in zip(*gradients, strict=True):
+        assert fused_grad.dtype == plain_grad.dtype
+        torch.testing.assert_close(fused_grad, plain_grad)
+    assert torch.equal(add_dropout(x, y, p, False), x + y)

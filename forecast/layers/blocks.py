@@ -12,14 +12,15 @@ from typing import Literal
 import torch
 from torch import nn
 
-from forecast.layers.dropout import Dropout
+from forecast.layers.dropout import Dropout, activation_dropout_linear, add_dropout
 from forecast.layers.embedding import PaddingMode
 
 Activation = Literal["gelu", "relu"]
 
 
 class FeedForward(nn.Module):
-    """Position-wise D -> d_ff -> D with dropout."""
+    """Position-wise D -> d_ff -> D with dropout on the d_ff activations (its scale folded into the
+    second layer's weight on the CPU: :func:`~forecast.layers.dropout.activation_dropout_linear`)."""
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: Activation = "gelu"):
         super().__init__()
@@ -31,7 +32,8 @@ class FeedForward(nn.Module):
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        expand, activation, dropout, project = self.net  # a Sequential for the checkpoints' names
+        return activation_dropout_linear(expand(x), activation, dropout.p, self.training, project)
 
 
 class EncoderLayer(nn.Module):
@@ -49,9 +51,12 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, need_weights: bool = False):
         attended = self.attention(x, x, x, need_weights=need_weights)
         attended, weights = attended if need_weights else (attended, None)
-        x = self.norm1(x + self.dropout(attended))
-        x = self.norm2(x + self.dropout(self.feed_forward(x)))
+        x = self.norm1(self._residual(x, attended))
+        x = self.norm2(self._residual(x, self.feed_forward(x)))
         return x, weights
+
+    def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
+        return add_dropout(x, branch, self.dropout.p, self.training)
 
 
 class DistillingLayer(nn.Module):
@@ -113,9 +118,9 @@ class DecoderLayer(nn.Module):
         self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(x + self.dropout(self.self_attention(x, x, x)))
-        x = self.norm2(x + self.dropout(self.cross_attention(x, memory, memory)))
-        return self.norm3(x + self.dropout(self.feed_forward(x)))
+        x = self.norm1(add_dropout(x, self.self_attention(x, x, x), self.dropout.p, self.training))
+        x = self.norm2(add_dropout(x, self.cross_attention(x, memory, memory), self.dropout.p, self.training))
+        return self.norm3(add_dropout(x, self.feed_forward(x), self.dropout.p, self.training))
 
 
 class PreNormCausalBlock(EncoderLayer):
@@ -131,9 +136,8 @@ class PreNormCausalBlock(EncoderLayer):
         normed = self.norm1(x)
         attended = self.attention(normed, normed, normed, need_weights=need_weights)
         attended, weights = attended if need_weights else (attended, None)
-        x = x + self.dropout(attended)
-        x = x + self.dropout(self.feed_forward(self.norm2(x)))
-        return x, weights
+        x = self._residual(x, attended)
+        return self._residual(x, self.feed_forward(self.norm2(x))), weights
 
 
 class LinearSkip(nn.Module):

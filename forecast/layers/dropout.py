@@ -12,6 +12,13 @@ float32 uniform per element is cheaper: ``rand < 1 - p`` is the same Bernoulli m
 2**-24 steps), about twice as fast as ``bernoulli_``. Both draw from torch's global generator, so
 seeding and checkpointed random states cover them. Other devices keep ``F.dropout`` (CUDA's is one
 fused kernel).
+
+Between an activation and a linear layer (the feed-forward block), :func:`activation_dropout_linear`
+draws the same gaps but never scales the activations: the activation zeroes the dropped elements in
+place, and ``1 / (1 - p)`` multiplies the linear layer's weight instead, a ``[D, d_ff]`` tensor rather
+than the ``[B, L, d_ff]`` activations. That saves one pass over the block's widest tensor forward and
+one backward; the output differs from the unfused one by float rounding only. A residual's
+``x + dropout(y)`` (:func:`add_dropout`) likewise adds ``y`` scaled in the same pass.
 """
 
 from __future__ import annotations
@@ -80,6 +87,73 @@ def apply_dropout(x: Tensor, p: float, training: bool) -> Tensor:
         return _DropAt.apply(x, dropped_positions(x.numel(), p), 1.0 / keep)
     noise = torch.rand(x.shape, device=x.device).lt_(keep).mul_(1.0 / keep)  # same shape as x: 0 or 1 / keep
     return x * noise.to(x.dtype)
+
+
+class _ActivateAndDropAt(torch.autograd.Function):
+    """GELU (or ReLU) of ``x`` with the elements at ``positions`` zeroed, unscaled; the gradient likewise.
+
+    The zeroing is in place on the tensors this function creates, so it costs ``p * n`` writes, not a pass.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor, positions: Tensor, relu: bool) -> Tensor:
+        ctx.save_for_backward(x, positions)
+        ctx.relu = relu
+        out = (torch.relu(x) if relu else F.gelu(x)).contiguous()  # row-major: positions are flat
+        out.view(-1).index_fill_(0, positions, 0)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:
+        x, positions = ctx.saved_tensors
+        if ctx.relu:
+            grad_x = torch.ops.aten.threshold_backward(grad, x, 0)
+        else:
+            grad_x = torch.ops.aten.gelu_backward(grad, x)
+        grad_x = grad_x.contiguous()
+        grad_x.view(-1).index_fill_(0, positions, 0)
+        return grad_x, None, None
+
+
+class _AddDroppedAt(torch.autograd.Function):
+    """``x + y * scale`` with ``y``'s elements at ``positions`` left out; the gradients likewise."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, y: Tensor, positions: Tensor, scale: float) -> Tensor:
+        ctx.save_for_backward(positions)
+        ctx.scale, ctx.dtypes = scale, (x.dtype, y.dtype)
+        out = torch.empty(x.shape, dtype=torch.result_type(x, y), device=x.device)  # row-major: positions are flat
+        torch.add(x, y, alpha=scale, out=out)
+        out.view(-1).index_copy_(0, positions, x.reshape(-1).index_select(0, positions).to(out.dtype))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, None, None]:
+        (positions,) = ctx.saved_tensors
+        x_dtype, y_dtype = ctx.dtypes  # under autocast a float32 residual stream adds a bfloat16 branch
+        return grad.to(x_dtype), _scaled_and_zeroed(grad, positions, ctx.scale).to(y_dtype), None, None
+
+
+def add_dropout(x: Tensor, y: Tensor, p: float, training: bool) -> Tensor:
+    """``x + apply_dropout(y, p, training)`` (``x`` and ``y`` of one shape: a residual), in one pass on the
+    CPU at the rates whose masks are drawn as gaps."""
+    if not (training and 0.0 < p < GAP_DRAWS_BELOW and y.device.type == "cpu") or x.shape != y.shape:
+        return x + apply_dropout(y, p, training)
+    return _AddDroppedAt.apply(x, y, dropped_positions(y.numel(), p), 1.0 / (1.0 - p))
+
+
+def activation_dropout_linear(x: Tensor, activation: nn.Module, p: float, training: bool,
+                              linear: nn.Linear) -> Tensor:
+    """``linear(apply_dropout(activation(x), p, training))`` where ``activation`` is ``nn.GELU()`` or
+    ``nn.ReLU()``; on the CPU, at the rates whose masks are drawn as gaps, with the dropout's scale
+    folded into ``linear``'s weight (the same mask, drawn from the same generator)."""
+    fusable = (training and 0.0 < p < GAP_DRAWS_BELOW and x.device.type == "cpu"
+               and (isinstance(activation, nn.ReLU) or (isinstance(activation, nn.GELU)
+                                                        and activation.approximate == "none")))
+    if not fusable:
+        return linear(apply_dropout(activation(x), p, training))
+    dropped = _ActivateAndDropAt.apply(x, dropped_positions(x.numel(), p), isinstance(activation, nn.ReLU))
+    return F.linear(dropped, linear.weight * (1.0 / (1.0 - p)), linear.bias)
 
 
 class Dropout(nn.Dropout):
