@@ -115,6 +115,8 @@ class Variant:
     loop_adam: bool = False  # Adam's per-tensor loop instead of the recipe's fused kernel
     torch_dropout: bool = False  # masks from F.dropout (bernoulli_) instead of forecast.layers.dropout's
     uniform_dropout: bool = False  # forecast.layers.dropout's masks one uniform per element, not by their gaps
+    unfused_dropout: bool = False  # dropout scaling its input in a pass of its own (before the feed-forward and
+    # residuals folded it into the next weight or add)
     torch_softmax: bool = False  # LogSparse's softmax over offsets by torch.softmax instead of offset_softmax
     sdpa_dropout: bool = False  # attention with dropout through SDPA's math path instead of the explicit product
     batched_fetch: bool = False  # loader only: one gather per batch instead of per-window items
@@ -140,6 +142,9 @@ TRAIN_VARIANTS = {
         # forecast.layers.dropout's masks one float32 uniform per element at every rate (as before it drew the
         # gaps between drops at rates under GAP_DRAWS_BELOW).
         Variant("uniform-dropout", uniform_dropout=True),
+        # the same masks, scaled in a pass of their own (as before the feed-forward folded the scale into its second
+        # layer's weight and the residuals added the dropped branch in their own pass).
+        Variant("unfused-dropout", unfused_dropout=True),
         # LogSparse's softmax over its ~log2 L offsets as torch.softmax computes it (row by row on the CPU).
         Variant("torch-softmax", torch_softmax=True),
         # Attention with dropout on the CPU through SDPA (its math path) instead of the explicit product.
@@ -150,7 +155,7 @@ TRAIN_VARIANTS = {
 }
 DEFAULT_TRAIN_VARIANTS = {
     "informer": ("fp32", "bf16", "compile", "bf16+compile", "loop-adam", "workers=1", "workers=2", "full-attention",
-                 "no-dropout", "torch-dropout", "uniform-dropout", "sdpa-dropout"),
+                 "no-dropout", "torch-dropout", "uniform-dropout", "unfused-dropout", "sdpa-dropout"),
     # A LogSparse step takes seconds at this size: loading (measured by the loader rows) is
     # negligible beside it, so only the numerics variants are timed.
     "logsparse": ("fp32", "bf16", "compile", "bf16+compile", "torch-softmax"),
@@ -339,7 +344,8 @@ class Trainer:
         """Next batch, forward, loss, backward, Adam step, zero_grad; returns the loss."""
         device = self.setting.device
         batch = {key: value.to(device, non_blocking=True) for key, value in self.batches.next_batch().items()}
-        with (_torch_dropout() if self.variant.torch_dropout else nullcontext(),
+        with (_unfused_dropout() if self.variant.unfused_dropout or self.variant.torch_dropout else nullcontext(),
+              _torch_dropout() if self.variant.torch_dropout else nullcontext(),
               _uniform_dropout() if self.variant.uniform_dropout else nullcontext(),
               _torch_softmax() if self.variant.torch_softmax else nullcontext(),
               _sdpa_dropout() if self.variant.sdpa_dropout else nullcontext()):
@@ -376,6 +382,23 @@ def _torch_dropout() -> AbstractContextManager[None]:
         return torch.nn.functional.dropout(x, p, training)
 
     return _swapped("apply_dropout", cheap.apply_dropout, torch_dropout)
+
+
+@contextmanager
+def _unfused_dropout() -> Iterator[None]:
+    """Every forecast dropout a pass of its own meanwhile: the feed-forward's activations and the residuals' branches
+    scaled by ``apply_dropout`` before the next layer or add, as before they were fused, to price it in one process."""
+    import forecast.layers.dropout as cheap
+
+    def activation_dropout_linear(x, activation, p, training, linear):
+        return linear(cheap.apply_dropout(activation(x), p, training))
+
+    def add_dropout(x, y, p, training):
+        return x + cheap.apply_dropout(y, p, training)
+
+    with (_swapped("activation_dropout_linear", cheap.activation_dropout_linear, activation_dropout_linear),
+          _swapped("add_dropout", cheap.add_dropout, add_dropout)):
+        yield
 
 
 def _uniform_dropout() -> AbstractContextManager[None]:

@@ -281,6 +281,34 @@ def test_the_uniform_dropout_variant_draws_one_uniform_per_element_and_restores(
     assert not torch.equal(cheap.apply_dropout(x, 0.05, True), uniform)  # the gaps' draw again
 
 
+def test_the_unfused_dropout_variant_scales_in_a_pass_of_its_own_and_restores(bench):
+    import forecast.layers.blocks as blocks
+    import forecast.layers.dropout as cheap
+
+    class Values(torch.nn.Module):  # the residuals and the feed-forward alone
+        def forward(self, queries, keys, values, need_weights=False):
+            return values
+
+    torch.manual_seed(0)
+    block = blocks.EncoderLayer(Values(), 16, 32, 0.05).train()
+    x = torch.randn(2, 8, 16)
+    fused_functions = blocks.activation_dropout_linear, blocks.add_dropout
+    scaled = []
+    original_apply = cheap.apply_dropout
+    with bench._unfused_dropout():
+        assert (blocks.activation_dropout_linear, blocks.add_dropout) != fused_functions
+        cheap.apply_dropout = lambda y, p, training: scaled.append(y.shape) or original_apply(y, p, training)
+        try:
+            torch.manual_seed(1)
+            unfused = block(x)[0]
+        finally:
+            cheap.apply_dropout = original_apply
+    assert scaled == [(2, 8, 16), (2, 8, 32), (2, 8, 16)]  # the attention's branch, the activations, the block's
+    assert (blocks.activation_dropout_linear, blocks.add_dropout) == fused_functions
+    torch.manual_seed(1)
+    torch.testing.assert_close(block(x)[0], unfused)  # the same masks, float rounding apart
+
+
 def test_the_improved_recipe_times_its_own_model_against_sdpa_attention(bench, series, tmp_path):
     output = tmp_path / "attention.csv"
     bench.main(["--data", str(series), *TINY, "--output", str(output), "--models", "informer", "--kinds", "train",
