@@ -242,10 +242,14 @@ def _saved_state(fitted: FittedState) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def write_config(directory: Path, config: Mapping[str, Any], saved: tuple[dict[str, Any], dict[str, Any]],
-                 split: Any, data_file: DataFile | None) -> None:
-    """``config.json`` (``config``, the split, the file fitted on and the fitted state) and ``scaler.json`` in
-    ``directory``; ``saved`` is the fitted state as :func:`_saved_state` gives it."""
+                 split: Any, data_file: DataFile | None, *, with_weights: bool = False) -> None:
+    """``scaler.json``, then ``config.json`` (``config``, the split, the file fitted on, the fitted state and the
+    sha256 of ``scaler.json``, and of ``model.pt`` ``with_weights``) in ``directory``; ``saved`` is the fitted
+    state as :func:`_saved_state` gives it. ``config.json`` comes last and names the files it was saved with, so a
+    save killed part way, or two saves into one folder, leave files a load refuses, not a mix it forecasts with."""
     fitted_block, scaling = saved
+    _write_json(directory / SCALER_FILE, scaling)
+    files = (SCALER_FILE, WEIGHTS_FILE) if with_weights else (SCALER_FILE,)
     # Beside the fitted state, not in it: resuming compares that state, and a checkpoint may resume on the file
     # after an edit that leaves the training rows as they were.
     _write_json(directory / CONFIG_FILE, {"format": FORMAT, "format_version": FORMAT_VERSION,
@@ -253,8 +257,28 @@ def write_config(directory: Path, config: Mapping[str, Any], saved: tuple[dict[s
                                           "split": jsonable(split, "split"),
                                           "data_file": dataclasses.asdict(data_file) if data_file is not None else None,
                                           "fitted": fitted_block,
-                                          "digest": {"of": list(_BUILT_FROM), "sha256": _built_digest(config)}})
-    _write_json(directory / SCALER_FILE, scaling)
+                                          "digest": {"of": list(_BUILT_FROM), "sha256": _built_digest(config)},
+                                          "files": {name: _file_sha256(directory / name) for name in files}})
+
+
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def _check_saved_together(directory: Path, config: Mapping[str, Any]) -> None:
+    """``directory``'s ``scaler.json`` and ``model.pt`` are the files its ``config.json`` was saved with (the
+    sha256 it names; a run saved before 2026-11-29, or whose fit is under way, names fewer or none)."""
+    files = config.get("files", {})
+    if not (isinstance(files, Mapping) and set(files) <= {SCALER_FILE, WEIGHTS_FILE}):
+        raise ConfigError(f"{directory / CONFIG_FILE}: files {files!r} is not the sha256 of {SCALER_FILE} and "
+                          f"{WEIGHTS_FILE} (the file was edited or damaged). Fix: save the forecaster again, or fit again.")
+    other = [name for name, digest in files.items() if _file_sha256(directory / name) != digest]
+    if other:
+        raise ConfigError(f"{directory}: {' and '.join(other)} {'is' if len(other) == 1 else 'are'} not the "
+                          f"file{'s' * (len(other) > 1)} its {CONFIG_FILE} was saved with: a save was cut off part "
+                          "way, two saves wrote into this folder, or the file was edited, and forecasting would mix "
+                          "them. Fix: save the forecaster again, or fit again.")
 
 
 def _built_digest(config: Mapping[str, Any], keys: Sequence[str] = ()) -> str:
@@ -307,7 +331,8 @@ def read_config(directory: Path) -> dict[str, Any]:
 _SAVED_BLOCKS = {"model": str, "model_options": dict, "data": dict, "training": dict, "quantiles": list,
                  "progress": bool, "fitted": dict}
 # What write_config adds to a predictor's config (a loaded one saved again writes them afresh).
-_WRITTEN_BESIDE = ("format", "format_version", "package_version", "split", "data_file", "fitted", "digest")
+_WRITTEN_BESIDE = ("format", "format_version", "package_version", "split", "data_file", "fitted", "digest",
+                   "files")
 # What config.json's digest covers: the blocks that build the model and name what it forecasts (not the quantile
 # levels, which are read from the model as it forecasts: `forecast predict` takes a config's own).
 _BUILT_FROM = ("model", "recipe", "model_options", "data")
@@ -353,6 +378,8 @@ def _require_same_training(run_dir: Path, stored: Mapping[str, Any], training: M
 
 
 FIT_LOCK_FILE = ".fit.lock"
+SAVE_LOCK_FILE = ".save.lock"
+SAVE_LOCK_TIMEOUT_S = 600  # a save of the largest models takes seconds: a holder this long is stuck
 
 
 @contextlib.contextmanager
@@ -720,8 +747,11 @@ class Predictor:
         saved = _saved_state(self.fitted_state)  # refuses what config.json cannot keep before anything is written
         directory.mkdir(parents=True, exist_ok=True)
         state = {name: tensor.detach().cpu() for name, tensor in self.model.state_dict().items()}
-        write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
-        write_config(directory, self.config, saved, self.split, self.data_file)
+        with held(directory / SAVE_LOCK_FILE, SAVE_LOCK_TIMEOUT_S, (
+                f"save({str(path)!r}): another process has been saving into {directory} for "
+                f"{SAVE_LOCK_TIMEOUT_S} s (it holds {directory / SAVE_LOCK_FILE}). Fix: save into another folder.")):
+            write_atomically(directory / WEIGHTS_FILE, lambda temporary: torch.save(state, temporary))
+            write_config(directory, self.config, saved, self.split, self.data_file, with_weights=True)
         return directory
 
     @classmethod
@@ -739,6 +769,7 @@ class Predictor:
         directory = Path(path)
         if not (directory / WEIGHTS_FILE).is_file():
             raise ConfigError(f"{directory / WEIGHTS_FILE} does not exist: the run never finished. Fix: fit again.")
+        _check_saved_together(directory, config)
         scaling = read_json(directory / SCALER_FILE)
         try:
             fitted = FittedState.from_state_dict({"fitted": config["fitted"],

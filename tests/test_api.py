@@ -312,6 +312,12 @@ def test_a_saved_scaler_edited_to_no_number_is_named_with_the_file(fitted, frame
     for key, value in edit.items():
         scaler[key][0] = value
     (directory / "scaler.json").write_text(json.dumps(scaler))
+    with pytest.raises(ConfigError, match=r"scaler.json is not the file its config.json was saved with: .* or "
+                                          r"the file was edited"):
+        Forecaster.load(directory)
+    config = json.loads((directory / "config.json").read_text())
+    del config["files"]  # as a run saved before config.json named its files
+    (directory / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match=r"config.json and scaler.json: the fitted scaler has a mean or scale that "
                                           r"is not a finite number.*it was edited"):
         Forecaster.load(directory)
@@ -319,7 +325,7 @@ def test_a_saved_scaler_edited_to_no_number_is_named_with_the_file(fitted, frame
 
 def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypatch):
     directory = fitted.save(tmp_path / "model")
-    assert sorted(os.listdir(directory)) == ["config.json", "model.pt", "scaler.json"]
+    assert sorted(os.listdir(directory)) == [".save.lock", "config.json", "model.pt", "scaler.json"]
     config = json.loads((directory / "config.json").read_text())
     assert config["model"] == "informer" and config["recipe"] == "improved"
     assert config["model_options"] == {**get_recipe("improved").options_for("informer"), **tiny("informer")}
@@ -663,9 +669,36 @@ def test_save_replaces_the_weights_whole_or_not_at_all(fitted, tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         fitted.save(directory)
     monkeypatch.undo()
-    assert sorted(path.name for path in directory.iterdir()) == ["config.json", "model.pt", "scaler.json"]
+    assert sorted(path.name for path in directory.iterdir()
+                  if path.name != ".save.lock") == ["config.json", "model.pt", "scaler.json"]
     reloaded = torch.load(directory / "model.pt", weights_only=True)
     assert all(torch.equal(reloaded[name], tensor) for name, tensor in saved.items())
+
+
+@pytest.mark.parametrize("cut_before", ["scaler.json", "config.json"])
+def test_a_save_cut_off_part_way_over_another_fits_is_refused_on_load_not_mixed(fitted, frame, tmp_path, monkeypatch,
+                                                                                   cut_before):
+    """A save killed after model.pt (or before scaler.json) over another fit's folder loaded one fit's weights with
+    the other's config and scaler and forecast wrongly without a word (386 where the fit gave 2022)."""
+    directory = fitted.save(tmp_path / "model")
+    moved = frame.assign(**{column: frame[column] * 100 + 1000 for column in ("a", "b", "OT")})
+    other = Forecaster("informer", **WINDOW, max_epochs=1, **tiny("informer")).fit(moved)  # the same model's weights
+    write_json = forecast.predictor._write_json
+
+    def killed(path, content):
+        if path.name == cut_before:
+            raise KeyboardInterrupt
+        write_json(path, content)
+
+    monkeypatch.setattr(forecast.predictor, "_write_json", killed)
+    with pytest.raises(KeyboardInterrupt):
+        other.save(directory)
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match=r": (scaler.json and )?model.pt (are|is) not the files? its config.json "
+                                          r"was saved with: a save was cut off part way"):
+        Forecaster.load(directory)
+    other.save(directory)  # saved again, whole
+    pd.testing.assert_frame_equal(Forecaster.load(directory).predict(moved), other.predict(moved))
 
 
 # ---------------------------------------------------------------------------- options
