@@ -461,7 +461,35 @@ class RunCheckpoint(ModelCheckpoint):
                 log.info("the checkpoints moved from %s to %s; resuming with their paths in the new place",
                          old, self.dirpath)
                 state_dict = moved
+        if isinstance(self.dirpath, str):
+            state_dict = _checkpoints_inside(state_dict, self.dirpath)
         super().load_state_dict(state_dict)
+
+
+def _checkpoints_inside(state: dict[str, Any], directory: str) -> dict[str, Any]:
+    """``state`` (ModelCheckpoint's) without the paths that are not ``.ckpt`` files in ``directory`` itself.
+
+    Lightning deletes the checkpoints a better one displaces, by the paths the resumed state names, and reads the
+    best weights from its ``best_model_path``: a checkpoint copied from elsewhere, or crafted (plain data passes
+    ``weights_only=True``), could name any file (``checkpoints/../../notes.txt``) to be deleted or read.
+    """
+    home = os.path.normpath(os.path.abspath(directory))
+
+    def inside(path: Any) -> bool:
+        return (isinstance(path, str) and path.endswith(".ckpt")
+                and os.path.dirname(os.path.normpath(os.path.abspath(path))) == home)
+
+    kept = dict(state)
+    for name in ("best_model_path", "kth_best_model_path", "last_model_path"):
+        if name in kept and kept[name] and not inside(kept[name]):
+            log.warning("the checkpoint's %s %r is not a checkpoint in %s: left out", name, kept[name], directory)
+            kept[name] = ""
+    if isinstance(kept.get("best_k_models"), dict):
+        outside = [path for path in kept["best_k_models"] if not inside(path)]
+        if outside:
+            log.warning("the checkpoint's best_k_models %r are not checkpoints in %s: left out", outside, directory)
+        kept["best_k_models"] = {path: score for path, score in kept["best_k_models"].items() if inside(path)}
+    return kept
 
 
 def _relocated_checkpoint_state(state: dict[str, Any], old: str, new: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Lightning's hint to use dataloader workers fires only on machines with more than
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -141,6 +142,30 @@ def test_a_copy_without_its_best_checkpoint_resumes_as_lightning_does(tmp_path):
     with pytest.warns(UserWarning, match="The dirpath has changed"):
         callback.load_state_dict(checkpoint_state(tmp_path / "old"))
     assert callback.best_model_score is None
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_a_resumed_checkpoint_names_no_file_outside_its_directory_to_delete_or_read(tmp_path, moved):
+    """A checkpoint is plain data (it passes weights_only=True), and Lightning deletes the checkpoints a better one
+    displaces by the paths its state names: `best_k_models` holding `checkpoints/../../victim.txt` (or an absolute
+    path elsewhere) deleted that file when the resumed run saved a better checkpoint."""
+    home = tmp_path / "run" / "checkpoints"
+    callback = RunCheckpoint(dirpath=home, filename="best-{epoch}", monitor="val_loss", save_top_k=1, save_last=True)
+    home.mkdir(parents=True)
+    (home / "best-epoch=1.ckpt").write_bytes(b"")
+    written_in = tmp_path / "old" if moved else home
+    state = checkpoint_state(written_in)
+    escaping, elsewhere = str(home / ".." / ".." / "victim.ckpt"), str(tmp_path / "victim.txt")
+    state.update(best_k_models={**state["best_k_models"], escaping: torch.tensor(0.1), elsewhere: torch.tensor(0.2)},
+                 kth_best_model_path=escaping, last_model_path=elsewhere)
+    callback.load_state_dict(state)
+    assert list(callback.best_k_models) == [str(home / "best-epoch=1.ckpt")]
+    assert callback.best_model_path == str(home / "best-epoch=1.ckpt")
+    assert callback.kth_best_model_path == "" and callback.last_model_path == ""
+    state["best_model_path"] = escaping  # with no best checkpoint in the new place, a moved run resumes as Lightning's
+    with pytest.warns(UserWarning, match="The dirpath has changed") if moved else contextlib.nullcontext():
+        callback.load_state_dict(state)
+    assert callback.best_model_path == ""  # never read the best weights from there
 
 
 def test_run_checkpoints_keep_lightnings_state_key():
