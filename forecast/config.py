@@ -491,6 +491,7 @@ def parse_config(paths: Sequence[str | os.PathLike[str]], overrides: Iterable[tu
     except ConfigError as error:
         raise ConfigError(f"{source}: model.name={model!r}: {error}") from None
     _refuse_base_60(parser, {str(path): documents[str(path)] for path in files}, tokens, flag)
+    _refuse_foreign_classes({str(path): documents[str(path)] for path in files}, tokens, flag)
     arguments = [*(f"--config={texts[str(path)]}" for path in paths),
                  *(f"--config={texts[named_file(token)]}" if named_file(token) else token for token in tokens)]
     try:
@@ -561,6 +562,59 @@ def _refuse_base_60(parser: Any, documents: Mapping[str, Any], tokens: Sequence[
         if name in numeric and isinstance(value, str) and _BASE_60.match(value.strip()):
             raise ConfigError(f"{where} is {value!r}, which YAML 1.1 would read as a number in base 60 "
                               f"({_yaml_11_number(value)}); the option takes a number. Fix: write the number itself.")
+
+
+# The options a config may give as a class to build, and the modules those classes may come from: jsonargparse
+# imports a class path's module as it parses it, so a config naming any other would run that module's code.
+_CLASS_OPTIONS = ("trainer.logger", "trainer.profiler")
+_CLASS_MODULES = ("lightning.pytorch.loggers.", "lightning.pytorch.profilers.")
+
+
+def _refuse_foreign_classes(documents: Mapping[str, Any], tokens: Sequence[str], flag: str) -> None:
+    """ConfigError for a class path a config would have jsonargparse import, before it parses anything: only
+    Lightning's loggers and profilers (``trainer.logger``, ``trainer.profiler``), by their module path or the bare
+    class name jsonargparse resolves among those already imported. A config is data and never imports other code
+    (a module beside it, ``python -m forecast`` putting the folder on the import path)."""
+    given: list[tuple[str, str, Any]] = [(path, "", document) for path, document in documents.items()]
+    for name, value, _ in _flag_values(tokens):
+        name = name.replace("-", "_")
+        if value is None:
+            continue
+        if name in SECTIONS and Path(value).is_file():  # a section's own file: `--trainer trainer.yaml`
+            given.append((value, name, read_yaml(value)))
+            continue
+        try:
+            parsed = load_yaml(value)
+        except yaml.YAMLError:
+            parsed = value
+        given.append((flag.format(name), name.removesuffix(".class_path"),
+                      {"class_path": value} if name.endswith(".class_path") else parsed))
+    for where, name, value in given:
+        for option, path in _class_paths(name, value):
+            allowed = option in _CLASS_OPTIONS and isinstance(path, str) and (
+                path.startswith(_CLASS_MODULES) or "." not in path)
+            if not allowed:
+                raise ConfigError(
+                    f"{where}: {option} names the class {path!r}: a config builds Lightning's loggers and profilers "
+                    f"alone ({', '.join(module + '*' for module in _CLASS_MODULES)}, as trainer.logger and "
+                    "trainer.profiler) and never imports other code. Fix: name one of those, or build the object in "
+                    "Python and pass it: Forecaster(..., logger=...).")
+
+
+def _class_paths(option: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """``(option, class path)`` of each class ``value`` (given as ``option``) would have jsonargparse build: a
+    mapping's ``class_path`` anywhere in it, and a dotted name given as a logger or profiler."""
+    if isinstance(value, dict):
+        if "class_path" in value:
+            yield option, value["class_path"]
+        for key, item in value.items():
+            if key != "class_path":
+                yield from _class_paths(f"{option}.{key}".lstrip("."), item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _class_paths(option, item)
+    elif isinstance(value, str) and option in _CLASS_OPTIONS and "." in value:
+        yield option, value
 
 
 def _yaml_11_number(text: str) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -415,6 +416,32 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and "fitting" not in captured.out
 
 
+@pytest.mark.parametrize("where", [
+    "trainer:\n  logger: {class_path: planted.Logger}\n",  # a Trainer option typed with classes
+    "trainer:\n  logger: planted.Logger\n",
+    "data:\n  columns: [{class_path: planted.Logger}]\n",  # any option: jsonargparse imported it, then a traceback
+    "--trainer.logger planted.Logger",
+    "--trainer.logger.class_path planted.Logger",
+    "--trainer '{profiler: {class_path: planted.Logger}}'",
+])
+def test_a_config_never_imports_code_it_names(workdir, capsys, monkeypatch, where):
+    """A class path in a config had jsonargparse import its module as it parsed: a module beside a config received
+    from someone else ran under `python -m forecast` (the folder on the import path) before the value was refused."""
+    (workdir / "planted.py").write_text("import pathlib\npathlib.Path('imported').touch()\nclass Logger:\n    pass\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    flags = shlex.split(where) if where.startswith("--") else []
+    sweep_flags = ["--set", f"{flags[0][2:]}={flags[1]}"] if flags else []  # the sweep's spelling
+    if not flags:
+        (workdir / "planted.yaml").write_text(where)
+        flags = sweep_flags = ["--config", "planted.yaml"]
+    for command in (["fit", "--config", "tiny.yaml", *flags, "--print_config"],
+                    ["sweep", "--config", "tiny.yaml", *sweep_flags, "--dry_run"]):
+        assert main(command) == 2
+        error = capsys.readouterr().err
+        assert "names the class 'planted.Logger'" in error and "never imports other code" in error
+    assert not (workdir / "imported").exists() and "planted" not in sys.modules
+
+
 def test_a_logger_given_by_its_class_is_built_and_other_classes_are_refused_before_the_run_is_touched(workdir,
                                                                                                        capsys):
     """`--trainer.logger CSVLogger --trainer.logger.save_dir logs` (which --help lists) reached Lightning as a dict:
@@ -426,7 +453,7 @@ def test_a_logger_given_by_its_class_is_built_and_other_classes_are_refused_befo
     assert list((workdir / "logs").rglob("metrics.csv")) and (workdir / "run" / "model.pt").is_file()
     plugin = "{class_path: lightning.pytorch.plugins.environments.LightningEnvironment}"
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "run2", "--trainer.plugins", plugin]) == 2
-    assert "Trainer option plugins=" in capsys.readouterr().err and not (workdir / "run2").exists()
+    assert "trainer.plugins names the class" in capsys.readouterr().err and not (workdir / "run2").exists()
     from forecast.training import _built_trainer_option
 
     with pytest.raises(ConfigError, match="not a class this package builds"):
