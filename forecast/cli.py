@@ -60,6 +60,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -71,6 +72,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from forecast.errors import ConfigError, ForecastError
+from forecast.files import write_atomically
 
 if TYPE_CHECKING:  # Lightning's import, which --help and the commands that train nothing never pay
     from forecast.api import Forecaster
@@ -361,6 +363,9 @@ def _destination(run: _FittedRun, flag: str, default: str) -> Path:
     except OSError as error:
         raise ConfigError(f"--{flag} {destination}: cannot create its folder ({error.strerror}). Fix: name a "
                           "writable place.") from None
+    if not os.access(destination.parent, os.W_OK | os.X_OK):  # said before the work, not after it
+        raise ConfigError(f"--{flag} {destination}: its folder {destination.parent} is not writable. Fix: name a "
+                          f"writable place with --{flag}.")
     return destination
 
 
@@ -373,7 +378,7 @@ def _test(args: argparse.Namespace, tokens: list[str]) -> int:
     other = f"_{Path(run.flags['input']).stem}" if run.flags["input"] else ""
     destination = _destination(run, "report", f"{windows}_report{other}.csv")
     report = run.forecaster.evaluate(run.data, split=run.split, windows=windows, detail=True)
-    report.to_csv(destination, index=False)
+    write_atomically(destination, lambda temporary: report.to_csv(temporary, index=False))
     print(f"test of {run.run_dir} on {run.data} over {int(report['n_windows'].iloc[0])} {windows} windows:")
     print(_table(pivot_report(report)))
     print(f"full report (per horizon step and variable): {destination}")
@@ -386,13 +391,13 @@ def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     destination = _destination(run, "output", "forecast.csv")
     future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
-        future.to_csv(destination, index=False)
+        write_atomically(destination, lambda temporary: future.to_csv(temporary, index=False))
         state = forecaster.fitted_state
         n_series = future[state.panel.id_column].nunique()
         print(f"forecast of {state.pred_len} steps after each series' last row ({n_series} series, {len(future)} rows) "
               f"written to {destination}")
     else:
-        future.to_csv(destination)
+        write_atomically(destination, future.to_csv)
         print(f"forecast of the {len(future)} steps after the last row ({future.index[0]} to {future.index[-1]}) "
               f"written to {destination}")
     print(_table(future.head()))

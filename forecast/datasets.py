@@ -30,9 +30,9 @@ import lzma
 import os
 import re
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
+import uuid
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -354,15 +354,14 @@ def download(
     target = directory / info.file_name
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        handle = tempfile.NamedTemporaryFile(
-            dir=directory, prefix=f".{info.file_name}.", suffix=".part", delete=False
-        )
+        # opened here, not by tempfile: the dataset gets the umask's permissions, not owner-only ones (a shared cache)
+        part = directory / f".{info.file_name}.{os.getpid()}.{uuid.uuid4().hex}.part"
+        handle = part.open("xb")
     except OSError as error:
         raise DatasetUnavailableError(
             f"cannot write to the cache directory {directory} ({error}). Fix: pass cache_dir= a "
             "writable directory."
         ) from error
-    part = Path(handle.name)
     failure = None
     try:
         with handle, urllib.request.urlopen(info.url, timeout=timeout) as response:

@@ -44,8 +44,8 @@ from forecast.models import PARAMETER_FREE
 from forecast.options import LOADING_OPTIONS
 from forecast.predictor import WEIGHTS_FILE, DataFile, Predictor, fit_lock
 from forecast.recipes import DEFAULT_RECIPE, POST_TRAINING_SETTINGS, get_recipe, training_differences
-from forecast.results import (EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row,
-                              read_results_file)
+from forecast.results import (EMPTY_DATA, KEY, PROBABILISTIC_COLUMNS, append_new_row, has_row, read_results_file,
+                              require_appendable)
 from forecast.machine import device_description
 from forecast.training import TrainingConfig, calibrate_on_validation, git_commit, load_checkpoint, test_windows
 
@@ -307,6 +307,7 @@ def run_experiment(
     if has_row(results, key):
         log.info("already in %s, skipping: %s", results, key)
         return None
+    require_appendable(results)  # before the run trains, not after it
     legacy = {**key, "dataset": Path(experiment.dataset).stem}
     if legacy["dataset"] != key["dataset"] and has_row(results, legacy):
         log.warning("%s has a row of this run from before CSV runs were keyed by the sha256 of their file "

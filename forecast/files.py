@@ -41,12 +41,15 @@ def write_text_atomically(path: Path, text: str) -> None:
 def held(lock_file: Path, timeout: float, refusal: str) -> Iterator[None]:
     """Hold ``lock_file`` (a filelock; the kernel releases the lock of a process that dies), waiting at most
     ``timeout`` seconds for another holder, else ConfigError ``refusal`` (which says why, and the fix)."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(lock_file, timeout=timeout)
     try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
         lock.acquire()
     except Timeout:
         raise ConfigError(refusal) from None
+    except OSError as error:  # a read-only folder, a lock file that is a link
+        raise ConfigError(f"cannot take the lock {lock_file} ({error.strerror or error}). Fix: run where "
+                          f"{lock_file.parent} is writable, or name another folder.") from None
     try:
         yield
     finally:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from forecast.errors import ConfigError
-from forecast.files import held
+from forecast.files import held, write_atomically
 
 COLUMNS = [
     "dataset", "model", "features", "seq_len", "label_len", "pred_len", "seed",
@@ -102,6 +101,27 @@ def has_row(path: str | os.PathLike, key: dict[str, Any]) -> bool:
     return bool(mask.any())
 
 
+def require_appendable(path: str | os.PathLike) -> None:
+    """ConfigError before a run trains where its row could not be added to ``path`` after it: a folder this
+    process cannot write, or a file with columns results files do not have."""
+    path = Path(path)
+    existing = next((folder for folder in (path.parent, *path.parent.parents) if folder.exists()), Path("/"))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{path}: {existing} is not writable, so no run's row could be recorded there. Fix: give a "
+                          "writable results_dir.")
+    if path.is_file():
+        with path.open(newline="") as file:
+            header = next(csv.reader(file), [])
+        _refuse_unknown_columns(path, header)
+
+
+def _refuse_unknown_columns(path: Path, header: Iterable[str]) -> None:
+    unknown = sorted(set(header) - set(COLUMNS))
+    if unknown:
+        raise ConfigError(f"{path} has columns {unknown} that results files do not have, so no row can be added to "
+                          "it. Fix: remove those columns, or move the file out and write the results to another one.")
+
+
 def lock_path(path: str | os.PathLike) -> Path:
     """The lock file guarding the results file ``path``: ``.<name>.lock`` beside it, so that every
     process (on any node) that can write the results file finds the same lock."""
@@ -159,10 +179,7 @@ def update_rows(path: str | os.PathLike, update: Callable[[dict[str, str]], bool
     with locked(path):
         reader = csv.DictReader(io.StringIO(path.read_text()))
         rows = list(reader)
-        unknown = set(reader.fieldnames or ()) - set(COLUMNS)
-        if unknown:
-            raise ValueError(f"{path} has columns {sorted(unknown)} that results files do not have; "
-                             "Fix: move those rows to another file first.")
+        _refuse_unknown_columns(path, reader.fieldnames or ())
         changed = sum(bool(update(row)) for row in rows)
         if changed:
             _write_atomically(path, rows)
@@ -183,11 +200,14 @@ def _append_unlocked(path: Path, row: dict[str, Any]) -> None:
 
 def _write_atomically(path: Path, rows: Iterable[dict[str, Any]], existing: str = "") -> None:
     """``existing`` (a results file's text in :data:`COLUMNS`, or nothing) then ``rows``, written to a temp file
-    renamed over ``path``, so a crash never tears the file."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", newline="") as out:
+    renamed over ``path`` (:func:`~forecast.files.write_atomically`: a new file gets the umask's permissions, a
+    replaced one keeps its own), so a crash never tears the file."""
+
+    def write(temporary: Path) -> None:
+        with temporary.open("x", newline="") as out:
             out.write(existing)
+            if existing and not existing.endswith("\n"):  # a last row an editor left without its newline
+                out.write("\n")
             writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", restval="",
                                     lineterminator="\n")
             if not existing:
@@ -195,10 +215,8 @@ def _write_atomically(path: Path, rows: Iterable[dict[str, Any]], existing: str 
             writer.writerows(rows)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+
+    write_atomically(path, write)
 
 
 def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLike) -> list[dict[str, Any]]:
@@ -245,10 +263,7 @@ def _in_current_columns(path: Path) -> str:
     header = text.split("\n", 1)[0].split(",")
     if header == COLUMNS or not text:
         return text
-    unknown = set(header) - set(COLUMNS)
-    if unknown:
-        raise ValueError(f"{path} has columns {sorted(unknown)} that results files do not have; "
-                         "Fix: write these rows to another file.")
+    _refuse_unknown_columns(path, header)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, restval="", lineterminator="\n")
     writer.writeheader()

@@ -323,6 +323,20 @@ def test_a_saved_scaler_edited_to_no_number_is_named_with_the_file(fitted, frame
         Forecaster.load(directory)
 
 
+def test_a_saved_scaler_edited_to_text_is_named_with_the_file(fitted, tmp_path):
+    """A "x" in scaler.json's mean raised a bare ValueError ("could not convert string to float: 'x'")."""
+    directory = fitted.save(tmp_path / "model")
+    scaler = json.loads((directory / "scaler.json").read_text())
+    scaler["mean"][0] = "x"
+    (directory / "scaler.json").write_text(json.dumps(scaler))
+    config = json.loads((directory / "config.json").read_text())
+    del config["files"]  # as a run saved before config.json named its files
+    (directory / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match=r"config.json and scaler.json: the fitted scaler's mean, scale and var must "
+                                          r"be lists of numbers .*it was edited"):
+        Forecaster.load(directory)
+
+
 def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypatch):
     directory = fitted.save(tmp_path / "model")
     assert sorted(os.listdir(directory)) == [".save.lock", "config.json", "model.pt", "scaler.json"]

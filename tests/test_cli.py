@@ -137,7 +137,10 @@ def test_validate_and_test_score_the_fitted_run_and_fit_resumes(workdir, capsys)
 def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(workdir, capsys):
     assert main(["fit", "--model.name", "naive", "--data.dataset", "ETTh1", "--data.pred_len", "4",
                  "--run_dir", "etth1"]) == 0
+    (workdir / "precious.txt").write_text("kept")
+    (workdir / "future.csv").symlink_to(workdir / "precious.txt")  # written through before: replaced now, whole
     assert main(["predict", "--run_dir", "etth1", "--output", "future.csv"]) == 0
+    assert (workdir / "precious.txt").read_text() == "kept" and not (workdir / "future.csv").is_symlink()
     future = pd.read_csv(workdir / "future.csv", index_col=0, parse_dates=True)
     pd.testing.assert_frame_equal(future, Forecaster.load(workdir / "etth1").predict("ETTh1"), check_freq=False,
                                   check_index_type=False)

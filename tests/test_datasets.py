@@ -234,6 +234,12 @@ def test_good_download_is_verified_and_renamed_into_place(server, tmp_path):
     target = datasets.download(info, tmp_path / "cache")
     assert target == tmp_path / "cache" / "toy.csv" and target.read_bytes() == TOY_BYTES
     assert [p.name for p in target.parent.iterdir()] == ["toy.csv"]  # no .part left
+    umask = os.umask(0o022)  # a shared cache: the umask's permissions, not tempfile's owner-only 0600
+    try:
+        target.unlink()
+        assert datasets.download(info, tmp_path / "cache").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(umask)
 
 
 def test_corrupted_download_raises_and_leaves_no_file(server, tmp_path):

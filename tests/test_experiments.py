@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -74,8 +75,24 @@ def test_append_row_carries_rows_of_the_older_format_over_to_every_column(tmp_pa
     assert list(frame.columns) == COLUMNS and frame["mse"].tolist() == [0.5, 0.25]
     np.testing.assert_array_equal(frame["rho_risk_0.9"], [np.nan, 0.125])
     (tmp_path / "alien.csv").write_text("dataset,surprise\ntoy,1\n")
-    with pytest.raises(ValueError, match="surprise"):
+    with pytest.raises(ConfigError, match=r"has columns \['surprise'\] that results files do not have"):
         append_row(tmp_path / "alien.csv", row(seed=2))
+
+
+def test_an_append_after_a_last_row_without_its_newline_keeps_both_rows_and_the_files_mode(tmp_path):
+    """An editor's last row without its newline had the next row joined onto it: a torn file every later sweep
+    refused. And every append left the file owner-only (mkstemp's 0600), locking out a shared results folder."""
+    path = tmp_path / "toy.csv"
+    umask = os.umask(0o022)
+    try:
+        append_row(path, row(seed=0, mse=0.5))
+        assert path.stat().st_mode & 0o777 == 0o644
+        path.write_text(path.read_text().rstrip("\n"))
+        path.chmod(0o664)
+        append_row(path, row(seed=1, mse=0.25))
+    finally:
+        os.umask(umask)
+    assert read_results(path)["mse"].tolist() == [0.5, 0.25] and path.stat().st_mode & 0o777 == 0o664
 
 
 def test_merge_results_adds_only_runs_the_target_lacks_and_keeps_blank_cells_blank(tmp_path, capsys):

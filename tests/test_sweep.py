@@ -190,6 +190,27 @@ def test_a_results_file_that_holds_no_results_is_named_with_the_fix(sweep_dirs):
     assert (spec.results_dir / "toy.csv").read_text() == data
 
 
+def test_a_results_file_no_row_can_be_added_to_fails_the_run_before_it_trains(sweep_dirs, monkeypatch):
+    """A `notes` column added to a results file failed the run after it trained, its row lost, with a raw ValueError
+    traceback (and a lock that cannot be taken, with a raw PermissionError: now named, with the fix)."""
+    spec = sweep_dirs.updated(models=["naive"], seeds=[0])
+    run_sweep(spec)
+    results = spec.results_dir / "toy.csv"
+    pd.read_csv(results).assign(notes="a note").to_csv(results, index=False)
+    import forecast.api
+
+    monkeypatch.setattr(forecast.api.Forecaster, "fit", lambda *args, **kwargs: pytest.fail("trained"))
+    with pytest.raises(ConfigError, match=r"toy.csv has columns \['notes'\] that results files do not have, so no "
+                                          r"row can be added to it. Fix: remove those columns"):
+        run_sweep(sweep_dirs.updated(models=["naive"], seeds=[1]), fail_fast=True)
+    results.unlink()
+    (spec.results_dir / ".toy.csv.lock").unlink()
+    (spec.results_dir / ".toy.csv.lock").mkdir()  # a lock that cannot be opened, as in a read-only folder
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match=r"cannot take the lock .*\.toy\.csv\.lock .*Fix: run where .* is writable"):
+        run_sweep(sweep_dirs.updated(models=["naive"], seeds=[1]), fail_fast=True)
+
+
 def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_path):
     runs = plan_sweep(sweep_dirs.updated(models=["naive"], seeds=[3, 4]))
     assert [(run.experiment.model, run.experiment.seed) for run in runs] == [("naive", 3), ("naive", 4)]

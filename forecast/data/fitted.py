@@ -66,9 +66,12 @@ def _scaler_state(scaler: StandardScaler) -> dict[str, Any]:
 
 def _scaler_from_state(state: Mapping[str, Any]) -> StandardScaler:
     scaler = StandardScaler()
-    scaler.mean_ = np.asarray(state["mean"], dtype=np.float64)
-    scaler.scale_ = np.asarray(state["scale"], dtype=np.float64)
-    scaler.var_ = np.asarray(state["var"], dtype=np.float64)
+    try:
+        scaler.mean_, scaler.scale_, scaler.var_ = (np.asarray(state[name], dtype=np.float64)
+                                                    for name in ("mean", "scale", "var"))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"the fitted scaler's mean, scale and var must be lists of numbers ({error}); it was "
+                          "edited. Fix: restore it as the fit saved it, or fit again.") from None
     if not (np.isfinite(scaler.mean_).all() and np.isfinite(scaler.scale_).all() and (scaler.scale_ > 0).all()):
         # A fit never writes these: the file was edited, and every window would be scaled wrongly.
         raise ConfigError(f"the fitted scaler has a mean or scale that is not a finite number (scale > 0): mean "
