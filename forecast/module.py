@@ -32,8 +32,8 @@ from forecast.metrics import (
     report,
     scored_levels,
 )
-from forecast.models.base import (SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, model_inputs, observed_cells,
-                                  observed_target)
+from forecast.models.base import (SAMPLE_PATHS, SAMPLE_SEED, ForecastModel, checked_forecast, model_inputs,
+                                  observed_cells, observed_target)
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class ForecastModule(L.LightningModule):
         return ProbabilisticAccumulator(rhos, levels if self.model.probabilistic else (), missing="skip", **shape)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.model(*model_inputs(self.model.spec, batch))
+        return checked_forecast(self.model, self.model(*model_inputs(self.model.spec, batch)))  # [B, P, C_out]
 
     def _target(self, batch: dict[str, torch.Tensor], pred: torch.Tensor) -> torch.Tensor:
         return observed_target(batch, pred.shape[2], pred.shape[1])  # [B, P, C_out], NaN where not observed

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.accelerators import CPUAccelerator
-from lightning.pytorch.callbacks import Callback, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
+from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
 from lightning.pytorch.loggers import CSVLogger, Logger
 from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.trainer.states import RunningStage
@@ -581,7 +581,8 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         num_nodes=config.num_nodes,
         callbacks=callbacks,
         default_root_dir=str(run_dir) if run_dir is not None else None,
-        enable_checkpointing=run_dir is not None,
+        # A user's own ModelCheckpoint needs it on, also without a run folder (Lightning refuses the pair otherwise).
+        enable_checkpointing=run_dir is not None or any(isinstance(callback, Checkpoint) for callback in callbacks),
         # Named, not Lightning's default, which turns into TensorBoard once the tensorboard
         # extra is installed: the same run writes lightning_logs/version_N/metrics.csv anywhere.
         logger=CSVLogger(run_dir) if run_dir is not None else False,
@@ -901,8 +902,8 @@ def _restore_best(trainer: L.Trainer, module: L.LightningModule, best: BestWeigh
     without a run directory, or when a user's callback stored objects that ``weights_only``
     refuses.
     """
-    checkpoint = trainer.checkpoint_callback
-    path = checkpoint.best_model_path if isinstance(checkpoint, ModelCheckpoint) else ""
+    checkpoint = trainer.checkpoint_callback  # the run folder's (first) one; never a user's, whose monitor is its own
+    path = checkpoint.best_model_path if isinstance(checkpoint, RunCheckpoint) else ""
     if path:
         try:
             with numpy_data_allowed():

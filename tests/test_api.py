@@ -919,18 +919,22 @@ class SpoilLastEpoch(Callback):
             self.states.append({k: v.clone() for k, v in pl_module.model.state_dict().items()})
 
 
-@pytest.mark.parametrize("run", ["in_memory", "run_dir", "run_dir_and_a_user_checkpoint"])
+@pytest.mark.parametrize("run", ["in_memory", "run_dir", "run_dir_and_a_user_checkpoint", "a_user_checkpoint"])
 def test_fit_keeps_the_weights_of_the_best_validation_epoch(csv, tmp_path, run):
+    """A user's own ModelCheckpoint without a run_dir made Lightning refuse the fit (checkpointing was off), and
+    evaluate() refused it always; with one, it must not become the "best" one restored."""
     spoiler = SpoilLastEpoch(last_epoch=1)
-    # A user's own ModelCheckpoint (here: keep the latest epoch) must not become the "best" one restored.
-    user = [ModelCheckpoint(dirpath=tmp_path / "user")] if run == "run_dir_and_a_user_checkpoint" else []
+    user = [ModelCheckpoint(dirpath=tmp_path / "user")] if run.endswith("a_user_checkpoint") else []  # the latest
     # calibrate_correction off: the weights restored are the epoch's own, before any fit after training.
     fc = Forecaster("informer", **WINDOW, max_epochs=2, learning_rate=1e-3, callbacks=[*user, spoiler],
                     limit_train_batches=2, calibrate_correction=False, **tiny("informer"))
-    fc.fit(csv, run_dir=None if run == "in_memory" else tmp_path / "run")
+    fc.fit(csv, run_dir=tmp_path / "run" if run.startswith("run_dir") else None)
     assert len(spoiler.losses) == 2 and spoiler.losses[0] < spoiler.losses[1]
     for name, value in fc.model.state_dict().items():
         torch.testing.assert_close(value, spoiler.states[0][name], rtol=0, atol=0)
+    if user:
+        assert list((tmp_path / "user").glob("*.ckpt"))  # the user's callback did its own job
+        assert np.isfinite(fc.evaluate().loc["mse", "standardized"])
 
 
 def test_a_lightning_logger_passed_to_the_forecaster_receives_the_training_curves(csv, tmp_path):

@@ -107,6 +107,37 @@ def test_the_registry_refuses_a_model_outside_the_contract(monkeypatch):
         build_model("plain", spec())
 
 
+class Wide(ForecastModel):
+    """Forecasts every input variable: under features 'MS' one more than the spec's c_out."""
+
+    def __init__(self, spec, keep_spec=True):
+        super().__init__()
+        if keep_spec:
+            self.spec = spec
+        self.scale = torch.nn.Parameter(torch.ones(()))
+
+    def forward(self, x, x_mark, y_mark):
+        return self.scale * x[:, -1:, :].expand(-1, self.spec.pred_len, -1)  # [B, P, C_in]
+
+
+def test_a_model_must_keep_its_spec_and_forecast_the_specs_shape(monkeypatch):
+    """A model forecasting [B, P, C_in] under 'MS' trained and validated against a target cut to its own width
+    (the wrong variables) without a word; one without self.spec failed with an AttributeError deep in the module."""
+    monkeypatch.setitem(MODELS, "nospec", lambda spec: Wide(spec, keep_spec=False))
+    with pytest.raises(ConfigError, match=r"model 'nospec' built a Wide without its DataSpec: set self.spec = spec"):
+        build_model("nospec", spec())
+    monkeypatch.setitem(MODELS, "wide", Wide)
+    s = spec("MS")
+    model = build_model("wide", s)
+    x, x_mark, y_mark = batch(s)
+    assert model(x, x_mark, y_mark).shape[-1] == s.c_in != s.c_out
+    train_batch = {"x": x, "x_mark": x_mark, "y_mark": y_mark, "y": torch.randn(x.shape[0], s.label_len + s.pred_len,
+                                                                             s.c_in)}
+    with pytest.raises(ConfigError, match=r"Wide.forward returned shape \(\d+, \d+, 3\); a model forecasts "
+                                          r"\[B, pred_len=\d+, c_out=1\] .*Fix: return that shape"):
+        model.loss(train_batch, torch.nn.functional.mse_loss)
+
+
 def test_informer_stack_concatenates_encoders_over_halved_inputs():
     s = spec("M", seq_len=32)
     model = Informer(s, InformerConfig(**{**TINY, "e_layers": 3}, stack=(3, 2, 1)))

@@ -101,6 +101,9 @@ def build_model(name: str, spec: DataSpec, **options: Any) -> ForecastModel:
         raise ConfigError(f"model {name!r} built a {type(model).__name__}, which is not a "
                           "forecast.models.ForecastModel; subclass it (it declares forward and the optional "
                           "loss, sample/quantiles, calibrate_scale and attention_weights)")
+    if not isinstance(getattr(model, "spec", None), DataSpec):  # the contract's one required attribute
+        raise ConfigError(f"model {name!r} built a {type(model).__name__} without its DataSpec: set self.spec = spec "
+                          "in its __init__ (the windows and sizes it was built for).")
     return model
 
 

@@ -266,6 +266,18 @@ def observed_target(batch: Mapping[str, Tensor], c_out: int, horizon: int) -> Te
     return target.masked_fill(truth[:, :horizon].isnan(), math.nan)
 
 
+def checked_forecast(model: nn.Module, pred: Tensor) -> Tensor:
+    """``pred``, the output of ``model.forward``, if it is ``[B, spec.pred_len, spec.c_out]``; ConfigError naming
+    the model otherwise (a model forecasting every input variable under features 'MS' would train against the wrong
+    target without a word)."""
+    spec = model.spec
+    if pred.dim() != 3 or tuple(pred.shape[1:]) != (spec.pred_len, spec.c_out):
+        raise ConfigError(f"{type(model).__name__}.forward returned shape {tuple(pred.shape)}; a model forecasts "
+                          f"[B, pred_len={spec.pred_len}, c_out={spec.c_out}] (spec.c_out counts the forecast "
+                          "variables: 1 under features 'MS' and 'S'). Fix: return that shape.")
+    return pred
+
+
 def observed_cells(*tensors: Tensor, target: Tensor) -> tuple[Tensor, ...]:
     """``tensors`` and ``target`` (all ``[B, P, C_out]``) at the cells whose target is observed (not NaN), flat
     ``[N]`` each; as they are where every cell is (the common case keeps its exact arithmetic)."""
@@ -323,8 +335,8 @@ class ForecastModel(nn.Module):
     def loss(self, batch: Mapping[str, Tensor], loss_fn: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
         """Scalar training loss of a batch (``x``, ``y``, ``x_mark``, ``y_mark``), standardized scale, over the
         cells the data observed (:func:`observed_target`)."""
-        pred = self(*model_inputs(self.spec, batch))  # [B, P, C_out]
-        return observed_loss(loss_fn, pred, target=observed_target(batch, pred.shape[2], pred.shape[1]))
+        pred = checked_forecast(self, self(*model_inputs(self.spec, batch)))  # [B, P, C_out]
+        return observed_loss(loss_fn, pred, target=observed_target(batch, self.spec.c_out, self.spec.pred_len))
 
     @property
     def own_objective(self) -> str | None:
