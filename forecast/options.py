@@ -31,7 +31,7 @@ from forecast.data.io import Table
 from forecast.errors import ConfigError
 from forecast.metrics import DEFAULT_QUANTILES
 from forecast.plotting import check_forecast_names
-from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_config_class
+from forecast.models import MODELS, DataSpec, ForecastModel, build_model, checks_own_options, model_config_class
 from forecast.models import model_options as model_option_fields
 from forecast.module import ForecastModule
 from forecast.predictor import is_jsonable, jsonable, private_rng
@@ -131,9 +131,20 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
         with private_rng():
             probe = build_model(model, _probe_spec(window["seq_len"], window["label_len"], window["pred_len"]),
                                 **model_options)
-    except ConfigError as error:
+    except (ConfigError, TypeError) as error:
+        if checks_own_options(model):  # registered at run time: its builder's refusal, as it worded it
+            if isinstance(error, ConfigError):
+                raise
+            raise ConfigError(
+                f"Forecaster({model!r}): the model's builder refused the options {sorted(model_options)} ({error}). "
+                "Every option that is not a data, training or lightning.Trainer option goes to the model. Fix: check "
+                "those names (a misspelt Trainer option reaches the model), or give the options the model takes."
+            ) from error
+        if isinstance(error, TypeError):  # a bug inside a model given only its own options
+            raise
         known = model_option_fields(model)
-        unknown = sorted(name for name in model_options if name not in known)
+        fixed = model_config_class(model)[1]
+        unknown = sorted(name for name in model_options if name not in known and name not in fixed)
         if not unknown:
             implied = {name: value for name, value in recipe.options_for(model).items()
                        if name not in given and re.search(rf"\b{name}\b", str(error))}

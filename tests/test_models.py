@@ -138,6 +138,27 @@ def test_a_model_must_keep_its_spec_and_forecast_the_specs_shape(monkeypatch):
         model.loss(train_batch, torch.nn.functional.mse_loss)
 
 
+def test_the_forecaster_words_option_refusals_as_the_model_would(monkeypatch):
+    """A model registered at run time that checks its own options had its ConfigError replaced by "unknown
+    option(s) ['hidden']", and a misspelt Trainer option reached its builder as a bare TypeError; the Transformer's
+    fixed options were called unknown ("did you mean 'attention_options'?")."""
+    from forecast import Forecaster
+
+    def checked(spec, hidden=4):
+        if hidden < 1:
+            raise ConfigError(f"hidden={hidden} must be >= 1")
+        return Wide(spec)
+
+    monkeypatch.setitem(MODELS, "checked", checked)
+    with pytest.raises(ConfigError, match=r"^hidden=-1 must be >= 1$"):
+        Forecaster("checked", hidden=-1)
+    with pytest.raises(ConfigError, match=r"Forecaster\('checked'\): the model's builder refused the options "
+                                          r"\['limit_val_batchs'\] .*a misspelt Trainer option reaches the model"):
+        Forecaster("checked", limit_val_batchs=2)
+    with pytest.raises(ConfigError, match=r"model 'transformer' fixes \['attention'\]; use model 'informer'"):
+        Forecaster("transformer", attention="prob")
+
+
 def test_informer_stack_concatenates_encoders_over_halved_inputs():
     s = spec("M", seq_len=32)
     model = Informer(s, InformerConfig(**{**TINY, "e_layers": 3}, stack=(3, 2, 1)))

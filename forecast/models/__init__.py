@@ -78,6 +78,12 @@ def model_config_class(name: str) -> tuple[type | None, frozenset[str]]:
     return _CONFIGS.get(name, (None, frozenset()))
 
 
+def checks_own_options(name: str) -> bool:
+    """Whether the registered model ``name`` was registered at run time: no config dataclass here names its
+    options, so its builder checks them (and its refusals are its own to word)."""
+    return name not in _CONFIGS
+
+
 def model_options(name: str) -> tuple[str, ...]:
     """The option names the registered model ``name`` accepts: its config dataclass's fields."""
     if name not in MODELS:
@@ -122,6 +128,7 @@ __all__ = [
     "SeasonalNaive",
     "SeasonalNaiveConfig",
     "build_model",
+    "checks_own_options",
     "model_config_class",
     "model_inputs",
     "model_options",
