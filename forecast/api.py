@@ -121,7 +121,16 @@ def _window_source(forecaster: Forecaster, df: Table | None, window: int | None,
 
 
 def _unfitted(cls: type[Forecaster], config: Mapping[str, Any], path: Path) -> Forecaster:
-    """The unfitted forecaster a saved ``config`` (of ``path``) describes; ConfigError names an edited file."""
+    """The unfitted forecaster a saved ``config`` (of ``path``) describes; ConfigError names an edited file, or an
+    attention registered at run time that this process has not registered."""
+    from forecast.layers.attention import ATTENTIONS
+
+    unregistered = [f"{key}={value!r}" for key in ("attention", "decoder_attention")
+                    if isinstance(value := config["model_options"].get(key), str) and value not in ATTENTIONS]
+    if unregistered:
+        raise ConfigError(f"{path}: the run was fitted with {', '.join(unregistered)}, which this process has not "
+                          f"registered (it has {sorted(ATTENTIONS)}). Fix: import the code that registers it "
+                          "(forecast.layers.attention.ATTENTIONS[name] = ...) before loading.")
     training = dict(config["training"])
     try:
         # Saved before recipes existed: the paper's settings were the only ones.

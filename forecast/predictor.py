@@ -305,7 +305,8 @@ def read_config(directory: Path) -> dict[str, Any]:
             found = "missing" if key not in config else f"{config[key]!r} ({type(config[key]).__name__})"
             raise ConfigError(f"{directory / CONFIG_FILE}: {key!r} is {found}, not a {kind.__name__} {edited}")
     if config["model"] not in MODELS:
-        raise ConfigError(f"{directory}: model {config['model']!r} is not registered; known: {sorted(MODELS)}.")
+        raise ConfigError(f"{directory}: model {config['model']!r} is not registered; known: {sorted(MODELS)}. Fix: "
+                          "import the code that registers it (forecast.models.MODELS[name] = ...) before loading.")
     spec = config["fitted"].get("spec")
     if not isinstance(spec, Mapping):
         raise ConfigError(f"{directory / CONFIG_FILE}: fitted.spec is missing {edited}")

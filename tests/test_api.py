@@ -337,6 +337,22 @@ def test_a_saved_scaler_edited_to_text_is_named_with_the_file(fitted, tmp_path):
         Forecaster.load(directory)
 
 
+def test_loading_a_run_whose_attention_or_model_is_not_registered_says_to_register_it(frame, tmp_path, monkeypatch):
+    """A run fitted with an attention registered at run time, loaded in a fresh process, was called an edited or
+    damaged config.json ("restore it as the fit saved it"), though the file was intact."""
+    from forecast.layers.attention import ATTENTIONS, FullAttention
+
+    monkeypatch.setitem(ATTENTIONS, "local", FullAttention)
+    directory = Forecaster("informer", **WINDOW, max_epochs=1, attention="local", **tiny("transformer")).fit(
+        frame).save(tmp_path / "model")
+    monkeypatch.delitem(ATTENTIONS, "local")  # as a fresh process, which never registered it
+    with pytest.raises(ConfigError, match=r"fitted with attention='local', which this process has not registered .*"
+                                          r"Fix: import the code that registers it"):
+        Forecaster.load(directory)
+    monkeypatch.setitem(ATTENTIONS, "local", FullAttention)
+    assert Forecaster.load(directory).predict(frame).shape[0] == PRED_LEN
+
+
 def test_save_load_gives_identical_predictions(fitted, frame, tmp_path, monkeypatch):
     directory = fitted.save(tmp_path / "model")
     assert sorted(os.listdir(directory)) == [".save.lock", "config.json", "model.pt", "scaler.json"]

@@ -297,6 +297,49 @@ def test_prob_sparse_dropout_applies_in_training_only(causal: bool) -> None:
     torch.testing.assert_close(plain.eval()(q, k, v), dropped.eval()(q, k, v))
 
 
+def test_a_registered_attention_outside_the_contract_is_named_with_the_fix(monkeypatch):
+    """An attention without a causal argument failed with a bare TypeError inside build_attention, and one ignoring
+    need_weights had its output unpacked as (out, weights): a reshape error, or 'too many values to unpack'."""
+    from forecast.layers.attention import ATTENTIONS, MultiHeadAttention, build_attention
+
+    class NoCausal(torch.nn.Module):
+        def __init__(self, dropout: float = 0.0) -> None:
+            super().__init__()
+
+    class NoWeights(torch.nn.Module):
+        def __init__(self, causal: bool = False, dropout: float = 0.0) -> None:
+            super().__init__()
+
+        def forward(self, queries, keys, values, need_weights=False):
+            return values  # [B, S, H, E], whatever need_weights says
+
+    monkeypatch.setitem(ATTENTIONS, "nocausal", NoCausal)
+    monkeypatch.setitem(ATTENTIONS, "noweights", NoWeights)
+    with pytest.raises(ConfigError, match=r"attention 'nocausal' \(.*NoCausal\) takes no causal argument: .*Fix: "
+                                          r"accept both in its __init__"):
+        build_attention("nocausal", causal=True, dropout=0.1)
+    attention = MultiHeadAttention(build_attention("noweights", causal=False, dropout=0.0), 8, 2)
+    x = torch.randn(2, 5, 8)
+    assert attention(x, x, x).shape == (2, 5, 8)
+    with pytest.raises(ConfigError, match=r"NoWeights returned Tensor for need_weights=True; .*returns \(output, "
+                                          r"weights\)"):
+        attention(x, x, x, need_weights=True)
+
+
+def test_head_attention_reads_a_mask_and_causal_together_on_every_path():
+    """Given both, SDPA (eval, GPU) attends where both allow; the CPU's dropout path used the causal mask alone, so a
+    local window trained with full causal attention and was evaluated with the window."""
+    from forecast.layers.attention.reference import head_attention
+
+    q, k, v = (tensor.transpose(1, 2) for tensor in _qkv(2, 6, 6, 2, 4))  # [B, H, L, E]
+    window = torch.ones(6, 6, dtype=torch.bool).tril(-3).logical_not()  # the last 3 keys up to the query
+    both = window & causal_mask(6, 6)
+    expected = head_attention(q, k, v, both)
+    torch.testing.assert_close(head_attention(q, k, v, window, causal=True), expected)
+    # dropout at a rate that drops nothing here: the CPU's explicit path, which must read the same keys
+    torch.testing.assert_close(head_attention(q, k, v, window, causal=True, dropout=1e-12), expected)
+
+
 @pytest.mark.parametrize(("query_len", "key_len", "causal"), [(7, 7, False), (9, 5, True), (4, 11, True)])
 def test_full_attention_with_dropout_equals_the_dense_reference_with_the_same_masks(query_len, key_len, causal):
     """On the CPU, dropout takes the explicit path (not SDPA's math path): the dense reference's exact numbers,

@@ -103,6 +103,10 @@ class MultiHeadAttention(nn.Module):
         k = self.key_projection(keys).reshape(batch, key_len, self.n_heads, head_dim)  # [B, S, H, E]
         v = self.value_projection(values).reshape(batch, key_len, self.n_heads, head_dim)  # [B, S, H, E]
         result = self.attention(q, k, v, need_weights=need_weights)
+        if need_weights and not (isinstance(result, tuple) and len(result) == 2):
+            raise ConfigError(f"{type(self.attention).__qualname__} returned {type(result).__name__} for "
+                              "need_weights=True; an inner attention returns (output, weights) then. Fix: return "
+                              "them (or raise ConfigError where it has no weights to show).")
         out, weights = result if need_weights else (result, None)
         merged = out.reshape(batch, query_len, self.d_model)  # [B, L, H, E] -> [B, L, D]
         out = self.dropout(self.out_projection(merged))

@@ -34,8 +34,8 @@ def _check_attention_inputs(queries: Tensor, keys: Tensor, values: Tensor) -> No
 def head_attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, *,
                    causal: bool = False, dropout: float = 0.0) -> Tensor:
     """Softmax attention of head-major ``queries [B, H, L, E]`` over ``keys``/``values [B, H, S, E]``:
-    ``[B, H, L, E]``. ``mask`` (boolean, ``True`` = may attend) or ``causal`` (top-left); every query
-    must see a key. ``dropout`` applies to the probabilities (pass 0 outside training).
+    ``[B, H, L, E]``. ``mask`` (boolean, ``True`` = may attend) and/or ``causal`` (top-left; with a mask, a key
+    must pass both); every query must see a key. ``dropout`` applies to the probabilities (pass 0 outside training).
 
     ``scaled_dot_product_attention``, except with dropout on the CPU: there SDPA takes its math path,
     whose ``_safe_softmax`` reduction and ``bernoulli_`` mask made forward and backward 1.4-1.7x as
@@ -46,8 +46,9 @@ def head_attention(queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor |
         return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=dropout,
                                               is_causal=causal)
     scores = queries @ keys.transpose(-1, -2) * queries.shape[-1] ** -0.5  # [B, H, L, S]
-    if causal:
-        mask = causal_mask(queries.shape[-2], keys.shape[-2], queries.device)  # [L, S]
+    if causal:  # both given: a key must pass both, as SDPA reads them
+        causal_keys = causal_mask(queries.shape[-2], keys.shape[-2], queries.device)  # [L, S]
+        mask = causal_keys if mask is None else mask & causal_keys
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores.to(_accumulation_dtype(scores.dtype)), dim=-1).to(values.dtype)
