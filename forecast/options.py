@@ -31,7 +31,8 @@ from forecast.data.io import Table
 from forecast.errors import ConfigError
 from forecast.metrics import DEFAULT_QUANTILES
 from forecast.plotting import check_forecast_names
-from forecast.models import MODELS, DataSpec, ForecastModel, build_model, checks_own_options, model_config_class
+from forecast.models import (MODELS, DataSpec, ForecastModel, build_model, checks_own_options, is_built_in,
+                             model_config_class)
 from forecast.models import model_options as model_option_fields
 from forecast.module import ForecastModule
 from forecast.predictor import is_jsonable, jsonable, private_rng
@@ -163,7 +164,7 @@ def _check_model_options(model: str, window: Mapping[str, Any], model_options: M
             "lightning.Trainer argument (limit_val_batches, logger, callbacks, ...)."
         ) from error
     refuse_point_quantiles(model, levels, probe.probabilistic)
-    if model_config_class(model)[0] is not None:  # a registered model with options keeps them as its config
+    if is_built_in(model) and model_config_class(model)[0] is not None:  # it keeps its options as its config
         _refuse_idle_options(model, model_options, probe.config, recipe, given)
 
 

@@ -63,8 +63,11 @@ class Recipe:
     model_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def options_for(self, model: str) -> dict[str, Any]:
-        """The recipe's options of the registered model ``model`` (none for models it does not name)."""
-        return dict(self.model_options.get(model, {}))
+        """The recipe's options of the registered model ``model`` (none for models it does not name, nor for a
+        builder put in the place of a built-in one: they are the built-in model's options)."""
+        from forecast.models import is_built_in
+
+        return dict(self.model_options.get(model, {})) if model in self.model_options and is_built_in(model) else {}
 
     def apply(self, model: str, model_options: Mapping[str, Any],
               training: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

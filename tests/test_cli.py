@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -21,6 +22,7 @@ from forecast.cli import main, with_command_line_flags
 from forecast.config import RunConfig, load_config, read_yaml
 from forecast.errors import ConfigError
 from forecast.experiment import dataset_label
+from forecast.models import ForecastModel
 from forecast.recipes import get_recipe
 from forecast.training import TrainingConfig, placement
 
@@ -427,6 +429,55 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
     "--trainer.logger.class_path planted.Logger",
     "--trainer '{profiler: {class_path: planted.Logger}}'",
 ])
+@dataclasses.dataclass(frozen=True)
+class ScaledLastConfig:
+    scale: float = 1.0
+
+    def __post_init__(self):
+        if self.scale <= 0:
+            raise ConfigError(f"scale={self.scale} must be > 0")
+
+
+class ScaledLast(ForecastModel):
+    def __init__(self, spec, config):
+        super().__init__()
+        self.spec, self.config = spec, config
+        self.weight = torch.nn.Parameter(torch.full((), config.scale))
+
+    def forward(self, x, x_mark, y_mark):
+        return self.weight * x[:, -1:, -self.spec.c_out:].expand(-1, self.spec.pred_len, -1)  # [B, P, C_out]
+
+
+def test_a_model_registered_with_its_config_takes_typed_options_from_the_cli_and_configs(workdir, capsys,
+                                                                                         monkeypatch):
+    """A model registered at run time took no option from `forecast fit` or a YAML config ("unrecognized arguments:
+    --model.hidden 8"); a builder put in place of a built-in one kept the built-in's checks and recipe options."""
+    import forecast.models as models
+
+    def builder(spec, **options):
+        return ScaledLast(spec, ScaledLastConfig(**options))
+
+    with pytest.raises(ConfigError, match=r"'dlinear' is a built-in model.*Fix: register yours under another name"):
+        models.register_model("dlinear", builder, config=ScaledLastConfig)
+    monkeypatch.setitem(models.MODELS, "scaled_last", None)  # taken out again after the test, with its config
+    monkeypatch.setitem(models._CONFIGS, "scaled_last", None)
+    models.register_model("scaled_last", builder, config=ScaledLastConfig)
+    flags = ["--model.name", "scaled_last", "--data.dataset", "toy.csv", "--data.seq_len", "32", "--data.label_len",
+             "16", "--data.pred_len", "8", "--trainer.max_epochs", "1"]
+    assert main(["fit", *flags, "--model.scale", "0.5", "--run_dir", "run"]) == 0
+    assert json.loads((workdir / "run" / "config.json").read_text())["model_options"] == {"scale": 0.5}
+    capsys.readouterr()
+    assert main(["fit", *flags, "--model.scale", "half", "--print_config"]) == 2  # typed as the dataclass says
+    assert "model.scale" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) \['scael'\] for Forecaster\('scaled_last'\)\. "
+                                          r"Did you mean 'scale'\?"):
+        Forecaster("scaled_last", scael=2.0)
+    monkeypatch.setitem(models.MODELS, "informer", builder)  # in place of the built-in: its own checks, no recipe's
+    assert Forecaster("informer", scale=2.0).config["model_options"] == {"scale": 2.0}
+    with pytest.raises(ConfigError, match=r"^scale=-1 must be > 0$"):
+        Forecaster("informer", scale=-1)
+
+
 def test_a_config_never_imports_code_it_names(workdir, capsys, monkeypatch, where):
     """A class path in a config had jsonargparse import its module as it parsed: a module beside a config received
     from someone else ran under `python -m forecast` (the folder on the import path) before the value was refused."""
