@@ -289,7 +289,8 @@ def run_experiment(
     callbacks: Sequence[Callback] = (),
     progress: bool | None = None,
 ) -> dict[str, Any] | None:
-    """Run ``experiment`` unless its row is in ``results``; returns the appended row, or ``None`` when skipped.
+    """Run ``experiment`` unless its row is in ``results``; returns the appended row, or ``None`` when skipped (its
+    row was there before it ran, or another worker's was by the time it finished).
 
     Checkpoints go to ``runs_dir/<experiment.run_name()>/checkpoints`` every epoch; a run
     that was killed resumes from its ``last.ckpt``. A run that differs from a finished one (its row in
@@ -348,7 +349,7 @@ def run_experiment(
         return row
     if not append_new_row(results, row):  # another worker finished the same run first
         log.warning("%s already holds this run's row; this run's row was not added: %s", results, key)
-        return row
+        return None
     log.info("wrote %s: mse %.4f mae %.4f over %d windows", results, metrics["test_mse"], metrics["test_mae"],
              int(metrics["test_windows"]))
     return row

@@ -211,6 +211,24 @@ def test_a_results_file_no_row_can_be_added_to_fails_the_run_before_it_trains(sw
         run_sweep(sweep_dirs.updated(models=["naive"], seeds=[1]), fail_fast=True)
 
 
+def test_a_run_another_worker_recorded_first_is_counted_as_skipped_not_written(sweep_dirs, monkeypatch, capsys):
+    """Two overlapping sweeps: the one whose row was not added (the other's was there first) printed
+    '-> results/toy.csv' and counted the run as ran."""
+    spec = sweep_dirs.updated(models=["naive"], seeds=[0])
+    run_sweep(spec)
+    rows = read_results(spec.results_dir / "toy.csv")
+    import forecast.experiment
+    import forecast.sweep
+
+    for module in (forecast.experiment, forecast.sweep):  # as the file stood when this sweep began
+        monkeypatch.setattr(module, "has_row", lambda path, key: False)
+    capsys.readouterr()
+    summary = run_sweep(spec)
+    assert not summary.ran and len(summary.skipped) == 1
+    assert "->" not in capsys.readouterr().out
+    pd.testing.assert_frame_equal(read_results(spec.results_dir / "toy.csv"), rows)
+
+
 def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_path):
     runs = plan_sweep(sweep_dirs.updated(models=["naive"], seeds=[3, 4]))
     assert [(run.experiment.model, run.experiment.seed) for run in runs] == [("naive", 3), ("naive", 4)]
