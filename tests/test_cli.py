@@ -421,14 +421,6 @@ def test_print_config_refuses_what_fit_refuses(workdir, capsys):
         assert message in captured.err and "fitting" not in captured.out
 
 
-@pytest.mark.parametrize("where", [
-    "trainer:\n  logger: {class_path: planted.Logger}\n",  # a Trainer option typed with classes
-    "trainer:\n  logger: planted.Logger\n",
-    "data:\n  columns: [{class_path: planted.Logger}]\n",  # any option: jsonargparse imported it, then a traceback
-    "--trainer.logger planted.Logger",
-    "--trainer.logger.class_path planted.Logger",
-    "--trainer '{profiler: {class_path: planted.Logger}}'",
-])
 @dataclasses.dataclass(frozen=True)
 class ScaledLastConfig:
     scale: float = 1.0
@@ -478,6 +470,14 @@ def test_a_model_registered_with_its_config_takes_typed_options_from_the_cli_and
         Forecaster("informer", scale=-1)
 
 
+@pytest.mark.parametrize("where", [
+    "trainer:\n  logger: {class_path: planted.Logger}\n",  # a Trainer option typed with classes
+    "trainer:\n  logger: planted.Logger\n",
+    "data:\n  columns: [{class_path: planted.Logger}]\n",  # any option: jsonargparse imported it, then a traceback
+    "--trainer.logger planted.Logger",
+    "--trainer.logger.class_path planted.Logger",
+    "--trainer '{profiler: {class_path: planted.Logger}}'",
+])
 def test_a_config_never_imports_code_it_names(workdir, capsys, monkeypatch, where):
     """A class path in a config had jsonargparse import its module as it parsed: a module beside a config received
     from someone else ran under `python -m forecast` (the folder on the import path) before the value was refused."""

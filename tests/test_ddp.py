@@ -194,7 +194,7 @@ def test_forecaster_fits_and_evaluates_under_ddp(runs):
             assert report["forecaster_report"][name][1] == N_TEST
             assert report["forecaster_report"][name][0] == pytest.approx(value, rel=1e-5), name
     saved = runs["root"] / "ddp" / "forecaster"
-    assert sorted(p.name for p in saved.iterdir()) == [".fit.lock", "checkpoints", "config.json", "lightning_logs",
-                                                        "model.pt", "scaler.json"]
+    assert sorted(p.name for p in saved.iterdir()) == [".fit.lock", ".save.lock", "checkpoints", "config.json",
+                                                        "lightning_logs", "model.pt", "scaler.json"]
     state = torch.load(saved / "model.pt", weights_only=True)
     assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())

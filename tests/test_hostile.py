@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import pathlib
 import tempfile
 from pathlib import Path
@@ -504,6 +505,11 @@ def test_forecaster_load_refuses_weights_holding_pickled_code(tmp_path):
     marker = tmp_path / "code-ran"
     state = torch.load(saved / "model.pt", weights_only=True)
     torch.save({**state, "payload": PlantsAFile(marker)}, saved / "model.pt")
+    with pytest.raises(ConfigError, match="model.pt is not the file its config.json was saved with"):
+        Forecaster.load(saved)  # refused unread: its config.json names another model.pt
+    config = json.loads((saved / "config.json").read_text())
+    del config["files"]  # as a run saved before config.json named its files: read, with weights_only
+    (saved / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match="pickled"):
         Forecaster.load(saved)
     assert not marker.exists()
