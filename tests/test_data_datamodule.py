@@ -300,6 +300,10 @@ def test_drop_last_train_is_opt_in():
     assert len(stack(dm.train_dataloader())["x"]) == n_train
     dropping = make_module(batch_size=7, drop_last_train=True)
     assert len(stack(dropping.train_dataloader())["x"]) == n_train - n_train % 7
+    # the training loader's alone: validation and test windows are never dropped
+    for loader, windows in ((dropping.val_dataloader(), dropping.val_dataset),
+                            (dropping.test_dataloader(), dropping.test_dataset)):
+        assert len(windows) % 7 and len(stack(loader)["x"]) == len(windows)
     with pytest.raises(ConfigError, match="drop_last_train"):
         make_module(batch_size=10_000, drop_last_train=True).train_dataloader()
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from forecast.data import WindowDataModule
 from forecast.data.fitted import FittedState, persistence
+from forecast.data.scaling import persistence_sums
 from forecast.errors import ConfigError
 from forecast.layers.normalization import ReversibleInstanceNorm
 from forecast.models import DataSpec, DLinear, DLinearConfig, build_model
@@ -172,6 +173,9 @@ def test_the_persistence_statistic_matches_its_definition_and_tells_a_walk_from_
         numerator = numerator + (offset * (future - window.mean(0))).sum(0)
         denominator = denominator + pred_len * offset**2
     np.testing.assert_allclose(persistence(values, seq_len, pred_len), np.clip(numerator / denominator, 0, 1))
+    # the sums themselves, before clipping hides a weight past 1 (the mean over P: both divided by pred_len)
+    np.testing.assert_allclose(persistence_sums(values, seq_len, pred_len), (numerator / pred_len,
+                                                                           denominator / pred_len))
     walk = rng.standard_normal((5000, 1)).cumsum(0)
     noise = 3.0 + rng.standard_normal((5000, 1))
     assert persistence(walk, 96, 24)[0] > 0.9 and persistence(noise, 96, 24)[0] < 0.05
@@ -181,13 +185,19 @@ def test_the_persistence_centre_starts_at_the_training_windows_weights():
     norm = ReversibleInstanceNorm(3, center="persistence", start=[0.0, 0.3, 1.0])
     torch.testing.assert_close(norm.weight_on_last(), torch.tensor([0.02, 0.3, 0.98]))  # kept inside (0, 1)
     assert torch.equal(ReversibleInstanceNorm(2, center="persistence").weight_on_last(), torch.full((2,), 0.5))
-    frame = pd.DataFrame({"date": pd.date_range("2024-01-01", periods=400, freq="h"),
-                          "walk": np.random.default_rng(1).standard_normal(400).cumsum(),
+    rng = np.random.default_rng(1)
+    ar = np.zeros(400)  # AR(1) at 0.97: a weight inside (0, 1), where clipping would hide a change
+    for t in range(1, 400):
+        ar[t] = 0.97 * ar[t - 1] + rng.standard_normal()
+    ar[280:] = rng.standard_normal(120).cumsum() * 5  # after the training rows, another process
+    frame = pd.DataFrame({"date": pd.date_range("2024-01-01", periods=400, freq="h"), "ar": ar,
                           "noise": np.random.default_rng(2).standard_normal(400)})
     dm = WindowDataModule(frame, seq_len=32, label_len=16, pred_len=8, split=(0.7, 0.1, 0.2))
     dm.setup()
-    train_rows = frame[["walk", "noise"]].to_numpy()[:280]
+    train_rows = frame[["ar", "noise"]].to_numpy()[:280]
+    assert 0 < dm.fitted.persistence[0] < 1
     assert dm.fitted.persistence == pytest.approx(persistence(train_rows, 32, 8))  # fitted on the training rows only
+    assert dm.fitted.persistence[0] != pytest.approx(persistence(frame[["ar", "noise"]].to_numpy(), 32, 8)[0])
     assert FittedState.from_state_dict(dm.fitted.state_dict()).persistence == dm.fitted.persistence
     net = model("informer", DataSpec.from_fitted(dm.fitted), revin=True, revin_center="persistence",
                 channels="independent")
