@@ -28,7 +28,7 @@ from forecast.experiment import dataset_label
 from forecast.layers.attention import ProbSparseWeights
 from forecast.models import MODELS, ForecastModel
 from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED
-from forecast.plotting import plot_attention, plot_probsparse
+from forecast.plotting import plot_attention, plot_probsparse, quantile_column
 from forecast.recipes import get_recipe
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 400, 32, 16, 8
@@ -990,6 +990,15 @@ def test_yearly_series_without_calendar_features_fit_and_predict(model, time_enc
 
 
 # ------------------------------------------------------------------ probabilistic
+
+
+def test_each_variables_quantile_columns_are_its_own(frame):
+    """Mutation testing: every variable's quantile columns filled from the last variable's values passed the suite.
+    The variables here lie about 1000 apart: each band must hold its own variable's point forecast."""
+    future = Forecaster("seasonal_naive", **WINDOW, quantiles=(0.05, 0.95)).fit(frame).predict()
+    for column in ("a", "b", "OT"):
+        low, high = future[quantile_column(column, 0.05)], future[quantile_column(column, 0.95)]
+        assert (low <= future[column]).all() and (future[column] <= high).all(), column
 
 
 def test_gaussian_logsparse_adds_ordered_quantile_columns(csv, frame, tmp_path):

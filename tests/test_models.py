@@ -159,6 +159,92 @@ def test_the_forecaster_words_option_refusals_as_the_model_would(monkeypatch):
         Forecaster("transformer", attention="prob")
 
 
+# Properties a mutation of one line broke without any test failing (informer.py, dlinear.py, normalization.py).
+
+
+def test_informers_decoder_reads_the_last_label_len_inputs_then_placeholders():
+    s = spec("M")
+    model = Informer(s, InformerConfig(**TINY))
+    seen = []
+    model.decoder_embedding.register_forward_hook(lambda module, inputs, output: seen.append(inputs[0]))
+    x, x_mark, y_mark = batch(s)
+    model(x, x_mark, y_mark)
+    torch.testing.assert_close(seen[0][:, :s.label_len], x[:, -s.label_len:])  # [B, label_len, C]
+    assert not seen[0][:, s.label_len:].any()  # [B, P, C] placeholders
+
+
+@pytest.mark.parametrize("name", ["transformer", "informer_full_decoder"])
+def test_the_decoders_self_attention_is_causal(name):
+    """A forecast step never reads a later step's time features: its self-attention sees earlier positions only."""
+    s = spec("M")
+    if name == "transformer":  # full attention everywhere: no ProbSparse factor
+        model = build_model("transformer", s, **{k: v for k, v in TINY.items() if k != "factor"}).eval()
+    else:
+        model = build_model("informer", s, **TINY, decoder_attention="full").eval()
+    x, x_mark, y_mark = batch(s)
+    later = y_mark.clone()
+    later[:, -1] += 5.0  # the last forecast step's calendar
+    with torch.no_grad():
+        torch.testing.assert_close(model(x, x_mark, later)[:, :-1], model(x, x_mark, y_mark)[:, :-1])
+        assert not torch.allclose(model(x, x_mark, later)[:, -1], model(x, x_mark, y_mark)[:, -1])
+
+
+def test_each_encoder_of_a_stack_reads_the_last_steps_of_the_window():
+    s = spec("M", seq_len=32)
+    model = Informer(s, InformerConfig(**{**TINY, "e_layers": 1}, stack=(1, 1))).eval()  # one key sample
+    x, x_mark, _ = batch(s)
+    earlier = x.clone()
+    earlier[:, 1:15] += 3.0  # outside the second encoder's last 16 steps (and its embedding's circular kernel-3 conv)
+    with torch.no_grad():
+        memory, _ = model.encode(x, x_mark)  # [B, 32 + 16, D]: the first encoder's steps, then the second's
+        moved, _ = model.encode(earlier, x_mark)
+    assert memory.shape[1] == 32 + 16
+    assert not torch.allclose(moved[:, :32], memory[:, :32])  # the first encoder reads them
+    torch.testing.assert_close(moved[:, 32:], memory[:, 32:])  # the second one does not
+
+
+@pytest.mark.parametrize("model_name", ["informer", "dlinear"])
+def test_the_linear_skip_and_per_variable_maps_read_each_variables_own_input(model_name):
+    """Under 'MS' the skip maps the target's own past (the last input), and DLinear's individual maps each read
+    their own variable."""
+    s = spec("MS" if model_name == "informer" else "M")
+    options = ({**TINY, "linear_skip": True} if model_name == "informer" else {"individual": True})
+    model = build_model(model_name, s, **options).eval()
+    x, x_mark, y_mark = batch(s)
+    for variable in range(s.c_in):
+        moved = x.clone()
+        moved[..., variable] += 1.0
+        with torch.no_grad():
+            changed = (model(moved, x_mark, y_mark) - model(x, x_mark, y_mark)).abs().amax(dim=(0, 1))  # [C_out]
+        if model_name == "dlinear":  # variable i moves forecast i alone
+            assert torch.equal(changed > 0, torch.arange(s.c_out) == variable)
+    if model_name == "informer":
+        model.skip.linear.weight.data.normal_()  # its effect apart from the network's: the same network, another skip
+        moved = x.clone()
+        moved[..., -1] += 1.0
+        with torch.no_grad():
+            skipped = model(moved, x_mark, y_mark) - model(x, x_mark, y_mark)
+        model.skip.linear.weight.data.zero_()
+        with torch.no_grad():
+            network = model(moved, x_mark, y_mark) - model(x, x_mark, y_mark)
+        assert not torch.allclose(skipped, network)
+
+
+def test_revin_applies_each_output_variables_own_affine_parameters():
+    from forecast.layers.normalization import ReversibleInstanceNorm
+
+    norm = ReversibleInstanceNorm(3, affine=True)
+    with torch.no_grad():
+        norm.weight.copy_(torch.tensor([1.0, 2.0, 4.0]))
+        norm.bias.copy_(torch.tensor([0.0, 0.5, -1.0]))
+    x = torch.randn(2, 16, 3)
+    stats = norm.statistics(x)
+    target = x[..., -1:]  # the last variable: 'MS''s output
+    normalized = norm.normalize(target, stats)
+    torch.testing.assert_close(normalized, (target - stats.location[..., -1:]) / stats.std[..., -1:] * 4.0 - 1.0)
+    torch.testing.assert_close(norm.denormalize(normalized, stats), target)
+
+
 def test_informer_stack_concatenates_encoders_over_halved_inputs():
     s = spec("M", seq_len=32)
     model = Informer(s, InformerConfig(**{**TINY, "e_layers": 3}, stack=(3, 2, 1)))

@@ -197,6 +197,15 @@ def test_a_csv_panel_fits_like_its_frame_and_shuffles_windows_across_series(tmp_
     assert len(set(series[:16].tolist())) > 1  # the first batch already mixes series: shuffled across them
 
 
+def test_a_panels_future_batch_carries_each_series_last_label_len_inputs_then_unknowns():
+    """Mutation testing: the decoder's label part taken one step early (`[-label_len - 1:-1]`) passed the suite."""
+    dm = panel_module()
+    batch = dm.future_batch(future=future_frame(store_panel(), promo=0.0, pred_len=WINDOWS["pred_len"])).batch
+    label_len = WINDOWS["label_len"]
+    torch.testing.assert_close(batch["y"][:, :label_len], batch["x"][:, -label_len:])  # [N, label_len, C]
+    assert torch.isnan(batch["y"][:, label_len:]).all()
+
+
 def test_prediction_refuses_missing_future_covariates_by_series_and_step():
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
