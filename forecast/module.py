@@ -216,8 +216,9 @@ class ForecastModule(L.LightningModule):
         windows = pred.shape[0]
         pred, target = observed_cells(pred, target=self._target(batch, pred))
         if target.numel() > 0:  # else every value of these windows' horizons was made up by fill_nan
-            # Weighted by element count, so the epoch value is the mean over observed cells, not batches.
-            self.val_loss.update(self.loss_fn(pred, target), weight=target.numel())
+            # One entry per observed cell, so the epoch value is the mean over cells, not batches: MeanMetric
+            # drops `weight` under nan_strategy="disable" (torchmetrics#3434), which made it a mean over batches.
+            self.val_loss.update(self.loss_fn(pred, target).expand(target.numel()))
             # flattened with reshape: torchmetrics views its inputs, and slices are not contiguous
             self.val_mse.update(pred.reshape(-1), target.reshape(-1))
             self.val_mae.update(pred.reshape(-1), target.reshape(-1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import warnings
 
@@ -391,6 +392,23 @@ def test_values_fill_nan_made_up_count_in_no_training_or_validation_loss(name, o
 
     assert validation(marked) == pytest.approx(validation(changed), rel=1e-6)
     assert validation(marked)[0] != pytest.approx(validation(observed_changed)[0], rel=1e-3)
+
+
+def test_the_validation_loss_is_the_mean_over_every_observed_cell_of_the_epoch():
+    """Not the mean of the batches' means: a batch that fill_nan left few observed cells weighs as little."""
+    dm = datamodule("MS")
+    s = DataSpec.from_fitted(dm.fitted)
+    torch.manual_seed(0)
+    module = ForecastModule(build_model("informer", s, **TINY)).eval()
+    first, second = itertools.islice(iter(dm.val_dataloader()), 2)
+    sparse, _ = with_made_up_values(first, s)
+    sparse["truth"][:, 1:] = float("nan")  # only the first step of each window observed
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*self.log", category=UserWarning)  # no trainer here
+        module.on_validation_epoch_start()
+        for index, batch in enumerate((sparse, second)):
+            module.validation_step(batch, index)
+    assert float(module.val_loss.compute()) == pytest.approx(float(module.val_mse.compute()), rel=1e-6)
 
 
 @pytest.mark.parametrize("name, options", [("informer", TINY), ("logsparse", {**LOGSPARSE, "head": "gaussian"})],
