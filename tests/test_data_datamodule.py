@@ -259,6 +259,9 @@ def test_a_validation_period_shorter_than_two_horizons_gets_the_windows_of_its_l
     overhang = windows.marks[end - start:]  # [T' - (end - start), F]: the test period's first dates
     torch.testing.assert_close(overhang, test.marks[dm.config.seq_len: dm.config.seq_len + len(overhang)],
                                rtol=0, atol=0)
+    # As many windows as steps (9 rows, horizon 5: 5 windows) still span one stretch: the prefix of 4 steps, 6 windows.
+    boundary = make_module(pred_len=5, split=(150, 159, 200))
+    assert len(boundary.dataset("val")) == 5 and len(boundary.val_prefix_dataloader().dataset) == 6
     # A single validation row holds one window of one step, and no shorter prefix: nothing to test.
     single = make_module(pred_len=1, split=(150, 151, 200))
     assert len(single.dataset("val")) == 1 and single.val_prefix_dataloader() is None

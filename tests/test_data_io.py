@@ -593,6 +593,8 @@ def test_fill_policies_match_pandas(policy, caplog):
     }[policy]
     np.testing.assert_allclose(series.values, expected.to_numpy())
     assert np.isfinite(series.values).all()
+    # the inf is made up as much as the NaNs: left out of the scores alike
+    np.testing.assert_array_equal(series.filled, expected_input.isna().to_numpy())
     # interpolation reads the value after each gap, the future of a window ending inside it: said where it fills one
     warned = [record for record in caplog.records if record.levelno == logging.WARNING and "interpolate" in
               record.getMessage()]

@@ -113,8 +113,15 @@ def test_loss_is_the_given_point_loss_one_shot_and_the_models_own_objective_othe
     prediction = gaussian.step_outputs(x, x_mark, y_mark)
     nll = -torch.distributions.Normal(prediction.mean[:, -s.pred_len:], prediction.scale[:, -s.pred_len:]).log_prob(target)
     torch.testing.assert_close(gaussian.loss(batch, F.l1_loss), nll.mean())  # the likelihood, whatever loss_fn
-    teacher_forced = model_for(s, decoding="autoregressive", head="point").eval()
-    assert not torch.allclose(teacher_forced.loss(batch), F.mse_loss(teacher_forced(x, x_mark, y_mark), target))
+    # Autoregressive: each step teacher-forced, from step 1 (step 0 has no previous value) to the horizon's end;
+    # with RevIN the horizon's steps only (the window's own are normalized by statistics of the values they forecast).
+    future = batch["y"][:, -s.pred_len:]
+    series = torch.cat([x, future], dim=1)[:, :, -s.c_out:]  # [B, L + P, C_out]
+    for revin, first in ((False, 1), (True, s.seq_len)):
+        teacher_forced = model_for(s, decoding="autoregressive", head="point", revin=revin).eval()
+        means = teacher_forced.step_outputs(x, x_mark, y_mark, future=future).mean  # [B, L + P, C_out]
+        torch.testing.assert_close(teacher_forced.loss(batch, F.l1_loss),
+                                   F.l1_loss(means[:, first:], series[:, first:]))
     assert (point.calibratable, gaussian.calibratable) == (False, True)
     assert not model_for(s, decoding="autoregressive", head="gaussian").calibratable
 
@@ -675,6 +682,28 @@ def test_calibrated_scale_covers_the_calibration_windows_as_promised(features, r
         point = model(batches[0]["x"], batches[0]["x_mark"], batches[0]["y_mark"])
         model.scale_factor.fill_(1.0)
         torch.testing.assert_close(model(batches[0]["x"], batches[0]["x_mark"], batches[0]["y_mark"]), point)
+
+
+def test_the_calibrated_scale_covers_the_observed_cells_and_ignores_the_filled_ones():
+    s = spec()
+    model = model_for(s, head="gaussian").eval()
+    batches = held_out_batches(s)
+    g = torch.Generator().manual_seed(5)
+    for batch in batches:  # half the horizon's cells made up by fill_nan, with wild values there
+        target = batch["y"][:, -s.pred_len:]
+        filled = torch.rand(target.shape, generator=g) < 0.5
+        batch["truth"] = target.masked_fill(filled, math.nan)
+        target.masked_fill_(filled, 1e3)
+    model.calibrate_scale(batches, coverage=0.8)
+    inside = total = 0
+    with torch.no_grad():
+        for batch in batches:
+            q = model.quantiles(batch["x"], batch["x_mark"], batch["y_mark"], (0.1, 0.9))
+            observed = ~batch["truth"].isnan()
+            target = batch["y"][:, -s.pred_len:]
+            inside += int(((target >= q[0.1]) & (target <= q[0.9]) & observed).sum())
+            total += int(observed.sum())
+    assert inside / total == pytest.approx(0.8, abs=1 / total + 1e-9)
 
 
 def test_the_recipe_fits_the_correction_first_and_the_scale_around_the_forecast_it_leaves():
