@@ -36,17 +36,27 @@ class FeedForward(nn.Module):
         return activation_dropout_linear(expand(x), activation, dropout.p, self.training, project)
 
 
-class EncoderLayer(nn.Module):
+class _ResidualBlock(nn.Module):
+    """A block whose branches join the stream as ``x + dropout(branch)`` (one pass: :func:`add_dropout`)."""
+
+    def __init__(self, dropout: float):
+        super().__init__()
+        self.dropout = Dropout(dropout)
+
+    def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
+        return add_dropout(x, branch, self.dropout.p, self.training)
+
+
+class EncoderLayer(_ResidualBlock):
     """Self-attention then feed-forward, each with a residual and LayerNorm."""
 
     def __init__(self, attention: nn.Module, d_model: int, d_ff: int, dropout: float,
                  activation: Activation = "gelu"):
-        super().__init__()
+        super().__init__(dropout)
         self.attention = attention
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, need_weights: bool = False):
         attended = self.attention(x, x, x, need_weights=need_weights)
@@ -54,9 +64,6 @@ class EncoderLayer(nn.Module):
         x = self.norm1(self._residual(x, attended))
         x = self.norm2(self._residual(x, self.feed_forward(x)))
         return x, weights
-
-    def _residual(self, x: torch.Tensor, branch: torch.Tensor) -> torch.Tensor:
-        return add_dropout(x, branch, self.dropout.p, self.training)
 
 
 class DistillingLayer(nn.Module):
@@ -103,24 +110,23 @@ class Encoder(nn.Module):
         return self.norm(x), all_weights
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_ResidualBlock):
     """Masked self-attention, cross-attention to the encoder, feed-forward (post-norm)."""
 
     def __init__(self, self_attention: nn.Module, cross_attention: nn.Module, d_model: int,
                  d_ff: int, dropout: float, activation: Activation = "gelu"):
-        super().__init__()
+        super().__init__(dropout)
         self.self_attention = self_attention
         self.cross_attention = cross_attention
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.norm3 = nn.LayerNorm(d_model)
-        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(add_dropout(x, self.self_attention(x, x, x), self.dropout.p, self.training))
-        x = self.norm2(add_dropout(x, self.cross_attention(x, memory, memory), self.dropout.p, self.training))
-        return self.norm3(add_dropout(x, self.feed_forward(x), self.dropout.p, self.training))
+        x = self.norm1(self._residual(x, self.self_attention(x, x, x)))
+        x = self.norm2(self._residual(x, self.cross_attention(x, memory, memory)))
+        return self.norm3(self._residual(x, self.feed_forward(x)))
 
 
 class PreNormCausalBlock(EncoderLayer):
