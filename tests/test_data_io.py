@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forecast.data.io import prepare_series
+from forecast.data.io import prepare_series, zone_name
 from forecast.errors import (
     ConfigError,
     CsvReadError,
@@ -562,6 +562,32 @@ def test_daily_rows_written_in_a_daylight_saving_zone_read_on_their_local_clock(
     assert series.dates.equals(local.tz_localize(None)) and series.freq == pd.tseries.frequencies.to_offset("D")
     assert "every row is at 00:00 local time, so its timestamps are read, and forecasts written, as local times " \
            "without a zone" in caplog.text
+
+
+@pytest.mark.parametrize("written", ["iso", "day first"])
+def test_daily_rows_of_one_source_read_alike_whichever_offsets_a_file_spans(tmp_path, written):
+    """A winter's days (+01:00 only) were read in the fixed zone 'UTC+01:00' and the year's (+01:00 and +02:00)
+    without a zone, so a fit on one refused the other, and the fix it named (tz_localize) read winter days at
+    01:00. Text that carries UTC offsets at one time of day reads on that clock whatever offsets it spans;
+    timestamps given as such keep their zone."""
+    year = pd.date_range("2021-01-01", "2021-12-31", freq="D", tz="Europe/Berlin")
+    parts = {"year": year, "winter": year[year.month < 3], "summer": year[(year.month > 4) & (year.month < 9)]}
+    read = {}
+    for name, dates in parts.items():
+        path = tmp_path / f"{name}.csv"
+        text = dates if written == "iso" else dates.strftime("%d/%m/%Y %H:%M%z")
+        pd.DataFrame({"date": text, "load": np.arange(len(dates), dtype=float)}).to_csv(path, index=False)
+        read[name] = prepare_series(path)
+        assert read[name].dates.equals(dates.tz_localize(None)) and zone_name(read[name].dates) == "naive"
+    for fitted, other in (("year", "winter"), ("summer", "year")):
+        again = prepare_series(tmp_path / f"{other}.csv", freq=read[fitted].freq,
+                               time_zone=zone_name(read[fitted].dates))
+        assert again.dates.equals(read[other].dates)
+    finer = pd.date_range("2021-01-01", periods=48, freq="h", tz="Europe/Berlin")  # not at one time of day
+    pd.DataFrame({"date": finer, "load": np.arange(48.0)}).to_csv(tmp_path / "hourly.csv", index=False)
+    assert zone_name(prepare_series(tmp_path / "hourly.csv").dates) == "UTC+01:00"
+    given = pd.DataFrame({"load": np.arange(len(parts["winter"]), dtype=float)}, index=parts["winter"])
+    assert zone_name(prepare_series(given).dates) == "Europe/Berlin"
 
 
 @pytest.mark.parametrize(("zone", "example"), [("Europe/Paris", "e.g. 'Europe/Paris' for its local times or 'UTC';"),

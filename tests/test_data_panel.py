@@ -378,13 +378,13 @@ def test_a_daylight_saving_csv_puts_every_series_on_one_clock(tmp_path, caplog):
 
 def test_a_daily_daylight_saving_csv_puts_every_series_on_its_local_clock(tmp_path, caplog):
     """Daily Paris rows: a series across the March change reads on its local clock (in UTC it steps by 23 hours),
-    one within winter at a fixed +01:00; that one was kept zoned beside the other's local dates."""
+    and so does one within winter at a fixed +01:00 (it was kept zoned, then moved to the other's clock)."""
     spring = pd.date_range("2024-02-25", periods=100, freq="D", tz="Europe/Paris")
     winter = pd.date_range("2023-11-10", periods=100, freq="D", tz="Europe/Paris")
     _, panel = _paris_panel_read_back(tmp_path, caplog, spring, winter)
     assert panel.time_zone == "naive" and panel.freq == pd.tseries.frequencies.to_offset("D")
     assert panel["a"].dates.equals(spring.tz_localize(None)) and panel["b"].dates.equals(winter.tz_localize(None))
-    assert "series 'b' are read as local times without a zone" in caplog.text
+    assert "series 'b': date column 'ds': every row is at 00:00 on the clock of its UTC offset" in caplog.text
 
 
 @pytest.mark.parametrize(("column", "cells"), [("footfall", ["busy"]), ("y", ["1,234", "high"])])

@@ -237,8 +237,8 @@ def parse_dates(raw: pd.Series, *, column: Hashable, origin: Origin, date_format
         )
     elif date_format is not None:
         parsed, offsets_vary = _read_in_format(raw, date_format)
-        if offsets_vary:
-            parsed = _on_their_clock(raw, parsed, origin=origin, column=column)
+        parsed = (_on_their_clock(raw, parsed, origin=origin, column=column) if offsets_vary
+                  else _one_offset_on_their_clock(raw, parsed, origin=origin, column=column))
     else:
         parsed = _parse_date_strings(raw, column=column, origin=origin)
     missing = np.flatnonzero(pd.isna(parsed).to_numpy())
@@ -340,6 +340,22 @@ _UTC_OFFSET = r"([+-])(\d{2}):?(\d{2})$"  # how to_csv and ISO 8601 write one: +
 def at_one_time_of_day(dates: pd.DatetimeIndex) -> bool:
     """Whether every timestamp is at one time of day on its own clock (daily or coarser rows)."""
     return (dates - dates.normalize()).nunique() == 1
+
+
+def _one_offset_on_their_clock(raw: pd.Series, parsed: pd.Series, *, origin: Origin, column: Hashable) -> pd.Series:
+    """``parsed`` from ``raw``, text that carries one UTC offset in every row, read as :func:`_on_their_clock` reads
+    text whose offsets vary: rows at one time of day (daily or coarser) on their local clock, without a zone. Else
+    one source read two ways: a winter's daily rows (+01:00 only) in a fixed zone, the year's (+01:00 and +02:00)
+    without one, and a fit on one refused the other. Timestamps given as such keep their zone."""
+    if parsed.dt.tz is None or pd.api.types.infer_dtype(raw, skipna=True) != "string":
+        return parsed
+    local = pd.DatetimeIndex(parsed).tz_localize(None)  # [T] the wall clock each row was written at
+    if not at_one_time_of_day(local):
+        return parsed
+    logger.info("%s: date column %r: every row is at %s on the clock of its UTC offset, so its timestamps are read, "
+                "and forecasts written, as local times without a zone.", origin.label, column,
+                local[0].strftime("%H:%M"))
+    return pd.Series(local, index=parsed.index)
 
 
 def _on_their_clock(raw: pd.Series, instants: pd.Series, *, origin: Origin, column: Hashable) -> pd.Series:
@@ -496,7 +512,7 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
     except (ValueError, TypeError, OverflowError) as strict_error:
         # Variants of ISO 8601 ('2021-01-01 03:00', '2021-01-01T04:00') read one way only.
         try:
-            return pd.to_datetime(raw, format="ISO8601")
+            return _one_offset_on_their_clock(raw, pd.to_datetime(raw, format="ISO8601"), origin=origin, column=column)
         except (ValueError, TypeError, OverflowError):
             pass
         as_utc = _as_utc(raw)
@@ -529,7 +545,7 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
     # What pandas said of a column it read stands; of one it could not read, the messages above say what is wrong.
     for warning in said:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    return parsed
+    return _one_offset_on_their_clock(raw, parsed, origin=origin, column=column)
 
 
 def _mixed_format_message(raw: pd.Series, column: Hashable, origin: Origin, error: Exception) -> str:
