@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Hashable, Mapping, Sequence
+from datetime import tzinfo
 from typing import Any
 
 import matplotlib.dates as mdates
@@ -154,18 +155,25 @@ def _time_indexed(frame: pd.DataFrame | pd.Series, name: str, date_column: str) 
     return frame
 
 
-def _on_one_clock(frames: Sequence[pd.DataFrame | None]) -> list[pd.DataFrame | None]:
-    """The frames on the wall clock of the first one with a time zone (the others with a zone converted to it), so
-    frames written in different zones line up; frames without a zone are taken to be on that clock."""
-    zone = next((frame.index.tz for frame in frames if frame is not None and frame.index.tz is not None), None)
+def _on_one_clock(frames: Sequence[pd.DataFrame | None]) -> tuple[list[pd.DataFrame | None], tzinfo | None]:
+    """The frames in the zone of the first one with a time zone (the others with a zone converted to it), so
+    frames written in different zones line up, and that zone, in which the time axis is labelled. Each step is
+    drawn at its instant: on the wall clock a day whose clock goes back repeats an hour. Where a frame has no
+    zone, all are drawn on the wall clock (that frame taken to be on it), and the zone is None."""
+    present = [frame for frame in frames if frame is not None]
+    zone = next((frame.index.tz for frame in present if frame.index.tz is not None), None)
+    if zone is None:
+        return list(frames), None
+    if all(frame.index.tz is not None for frame in present):
+        return [frame.set_axis(frame.index.tz_convert(zone)) if frame is not None else None for frame in frames], zone
     return [frame.set_axis(frame.index.tz_convert(zone).tz_localize(None))
-            if frame is not None and frame.index.tz is not None else frame for frame in frames]
+            if frame is not None and frame.index.tz is not None else frame for frame in frames], None
 
 
-def _format_time_axis(ax: Axes) -> None:
-    locator = mdates.AutoDateLocator()
+def _format_time_axis(ax: Axes, zone: tzinfo | None = None) -> None:
+    locator = mdates.AutoDateLocator(tz=zone)
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=zone))
 
 
 def _figure(n_rows: int, n_cols: int = 1, *, width: float = 9.0, row_height: float = 2.6,
@@ -198,12 +206,13 @@ def plot_forecast(
     intervals from symmetric quantile columns (``q`` with ``1 - q``, e.g. 0.1 and 0.9
     give the 80% interval; widest lightest) and the forecast line, in that order. All
     frames are in original units and indexed by timestamps (or hold ``date_column``);
-    ``history`` and ``truth`` may hold more columns than plotted. Frames in time zones are drawn on the clock of
-    the first one with a zone; a panel's long forecast is one series' rows at a time.
+    ``history`` and ``truth`` may hold more columns than plotted. Frames in time zones are drawn at their instants,
+    labelled on the clock of the first one with a zone (with a frame without one, all on the wall clock); a panel's
+    long forecast is one series' rows at a time.
     """
-    forecast, history, truth = _on_one_clock([_time_indexed(frame, name, date_column) if frame is not None else None
-                                              for frame, name in ((forecast, "forecast"), (history, "history"),
-                                                                  (truth, "truth"))])
+    (forecast, history, truth), zone = _on_one_clock([
+        _time_indexed(frame, name, date_column) if frame is not None else None
+        for frame, name in ((forecast, "forecast"), (history, "history"), (truth, "truth"))])
     if forecast.index.has_duplicates:
         raise DataError(
             f"forecast repeats timestamps ({forecast.index[forecast.index.duplicated()][0]} first), as a panel's "
@@ -235,7 +244,7 @@ def plot_forecast(
         ax.set_ylabel(str(column))
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize="small")
-        _format_time_axis(ax)
+        _format_time_axis(ax, zone)
     if title:
         fig.suptitle(title)
     return fig

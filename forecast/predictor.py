@@ -35,7 +35,7 @@ from forecast.checks import require_choice, require_int
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
 from forecast.data.fitted import FittedState
-from forecast.data.io import Table
+from forecast.data.io import NAIVE, Table
 from forecast.data.panel import Panel
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
@@ -461,9 +461,9 @@ def _remove_previous_fit(run_dir: Path, resuming: bool) -> None:
 
 
 def window_batch(datamodule: WindowDataModule, window: int, split: str
-                 ) -> tuple[dict[str, torch.Tensor], np.ndarray, np.ndarray]:
+                 ) -> tuple[dict[str, torch.Tensor], pd.DatetimeIndex, pd.DatetimeIndex]:
     """Window ``window`` of ``datamodule``'s ``split`` as a batch of one, with its lookback and label+horizon
-    timestamps."""
+    timestamps, in the data's time zone (a wall clock repeats the hour it goes back)."""
     # evaluate's choices: the data module's 'predict' is another split's windows under its loader's name.
     require_choice("split", split, SPLIT_NAMES)
     window = require_int("window", window)
@@ -471,8 +471,13 @@ def window_batch(datamodule: WindowDataModule, window: int, split: str
     if not -len(dataset) <= window < len(dataset):
         raise ConfigError(f"window={window} is out of range: the {split} split has {len(dataset)} windows.")
     window %= len(dataset)
-    x_dates, y_dates = datamodule.window_timestamps(split)
-    return {key: value.unsqueeze(0) for key, value in dataset[window].items()}, x_dates[window], y_dates[window]
+    zone = datamodule.fitted.prepare_options.get("time_zone")  # None: a zone without a name, read on its clock
+    zoned = zone not in (None, NAIVE)
+    x_dates, y_dates = datamodule.window_timestamps(split, utc=zoned)
+    x_index, y_index = pd.DatetimeIndex(x_dates[window]), pd.DatetimeIndex(y_dates[window])
+    if zoned:
+        x_index, y_index = (index.tz_localize("UTC").tz_convert(zone) for index in (x_index, y_index))
+    return {key: value.unsqueeze(0) for key, value in dataset[window].items()}, x_index, y_index
 
 
 def _last_rows(length: int, rows: int) -> slice:
@@ -627,8 +632,8 @@ class Predictor:
         series = int(batch["series"][0]) if fitted.panel is not None else None  # a panel's scaling
         history = fitted.to_original(batch["x"][0, :, -c_out:].numpy(), series)  # [L, C_out]
         truth = batch["truth"][0].numpy()  # [P, C_out]
-        index = pd.DatetimeIndex(y_dates[label_len:], name=fitted.prepare_options["date_column"])  # the time axis
-        return (pd.DataFrame(history, index=pd.DatetimeIndex(x_dates), columns=columns),
+        index = y_dates[label_len:].rename(fitted.prepare_options["date_column"])  # the time axis
+        return (pd.DataFrame(history, index=x_dates, columns=columns),
                 self._forecast_frame(batch, index),
                 pd.DataFrame(truth, index=index, columns=columns), series)
 

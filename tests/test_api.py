@@ -1119,6 +1119,23 @@ def test_plot_without_df_draws_the_history_the_forecast_was_made_from_even_after
     np.testing.assert_allclose(forecast.get_ydata(), fc.predict()["OT"], rtol=1e-12)
 
 
+def test_windows_and_forecasts_across_the_clock_going_back_plot_hour_by_hour():
+    """Hourly Berlin rows over 31 October 2021: a window's wall clock repeats 02:00, and such windows (and the
+    forecast of data ending there) were refused as a panel's repeated timestamps."""
+    import matplotlib.dates as mdates
+
+    dates = pd.date_range("2021-10-29", periods=96, freq="h", tz="Europe/Berlin")
+    frame = pd.DataFrame({"date": dates, "y": np.sin(np.arange(96) / 4)})
+    fc = Forecaster("naive", seq_len=12, label_len=6, pred_len=6, features="S").fit(frame, split=(0.3, 0.1, 0.6))
+    crossing = [i for i, (_, y) in enumerate(zip(*fc.predictor.datamodule.window_timestamps("test")))
+                if pd.Index(y).has_duplicates]
+    cut = frame[frame["date"] <= pd.Timestamp("2021-10-31 01:00", tz="Europe/Berlin")]
+    for fig in (fc.plot(window=crossing[0]), fc.plot(cut)):
+        lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+        steps = np.diff(mdates.date2num(np.concatenate([lines["history"].get_xdata(), lines["forecast"].get_xdata()])))
+        np.testing.assert_allclose(steps[-6:], 1 / 24)
+
+
 def test_plot_returns_figures_of_the_future_and_of_test_windows(fitted, frame):
     fig = fitted.plot()
     assert isinstance(fig, Figure) and len(fig.axes) == 3

@@ -108,8 +108,8 @@ def test_forecast_figure_accepts_time_zones_and_date_columns():
     past = past_frame(tz="Europe/Paris").reset_index()  # a 'date' column instead of the index
     fig = plot_forecast(forecast, history=past)
     history = lines_by_label(fig.axes[1])["history"]
-    wall_clock = mdates.date2num(past["date"].dt.tz_localize(None).dt.to_pydatetime())
-    np.testing.assert_allclose(mdates.date2num(history.get_xdata()), wall_clock)
+    np.testing.assert_allclose(mdates.date2num(history.get_xdata()), mdates.date2num(past["date"].dt.to_pydatetime()))
+    assert str(fig.axes[1].xaxis.get_major_locator().tz) == "Europe/Paris"  # labelled on the frames' clock
 
 
 def test_forecast_figure_puts_frames_in_other_zones_on_one_clock():
@@ -119,10 +119,23 @@ def test_forecast_figure_puts_frames_in_other_zones_on_one_clock():
     past = past_frame(tz="UTC")
     fig = plot_forecast(forecast, history=past)
     lines = lines_by_label(fig.axes[0])
-    paris = mdates.date2num(past.index.tz_convert("Europe/Paris").tz_localize(None).to_pydatetime())
-    np.testing.assert_allclose(mdates.date2num(lines["history"].get_xdata()), paris)
+    instants = mdates.date2num(past.index.to_pydatetime())
+    np.testing.assert_allclose(mdates.date2num(lines["history"].get_xdata()), instants)
     step = mdates.date2num(lines["forecast"].get_xdata())[0] - mdates.date2num(lines["history"].get_xdata())[-1]
     assert step == pytest.approx(1 / 24)  # the forecast's first hour follows the history's last
+    assert str(fig.axes[0].xaxis.get_major_locator().tz) == "Europe/Paris"  # the first frame's clock
+    naive_past = past.tz_convert("Europe/Paris").tz_localize(None)  # a frame without a zone: all on the wall clock
+    lines = lines_by_label(plot_forecast(forecast, history=naive_past).axes[0])
+    step = mdates.date2num(lines["forecast"].get_xdata())[0] - mdates.date2num(lines["history"].get_xdata())[-1]
+    assert step == pytest.approx(1 / 24)
+
+
+def test_a_forecast_across_the_clock_going_back_is_drawn_hour_by_hour():
+    """Its wall clock repeats 02:00, which was refused as a panel's repeated timestamps (Fix: plot one series)."""
+    dates = pd.date_range("2021-10-31 00:00", periods=6, freq="h", tz="Europe/Berlin")  # 02:00 twice
+    forecast = pd.DataFrame({"OT": np.arange(6.0)}, index=dates)
+    x = mdates.date2num(lines_by_label(plot_forecast(forecast).axes[0])["forecast"].get_xdata())
+    np.testing.assert_allclose(np.diff(x), 1 / 24)
 
 
 def test_forecast_figure_of_one_step_shows_the_point_and_its_interval():

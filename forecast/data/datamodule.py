@@ -57,11 +57,17 @@ class _Prepared:
     fitted: FittedState
     datasets: dict[str, WindowDataset]
     split_dates: dict[str, np.ndarray]  # [T_split] datetime64 of each split's rows, wall-clock time
+    split_instants: dict[str, np.ndarray]  # [T_split] the same rows in UTC (as split_dates without a time zone)
 
 
 def _wall_clock(dates: pd.DatetimeIndex) -> np.ndarray:
     """datetime64 ``[T]``: wall-clock time for a time-zone-aware index."""
     return (dates.tz_localize(None) if dates.tz is not None else dates).to_numpy()
+
+
+def _instants(dates: pd.DatetimeIndex) -> np.ndarray:
+    """datetime64 ``[T]``: UTC for a time-zone-aware index, whose wall clock repeats an hour when it goes back."""
+    return (dates.tz_convert("UTC").tz_localize(None) if dates.tz is not None else dates).to_numpy()
 
 
 def _observed(values: np.ndarray, filled: np.ndarray | None) -> np.ndarray:
@@ -71,14 +77,14 @@ def _observed(values: np.ndarray, filled: np.ndarray | None) -> np.ndarray:
 
 
 def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int]]], fitted: FittedState,
-                  cfg: DataConfig) -> tuple[dict[str, WindowDataset], dict[str, np.ndarray]]:
+                  cfg: DataConfig) -> tuple[dict[str, WindowDataset], dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Each split's windows over a panel: every series' split rows back to back, each window inside its series."""
     rows = fitted.scale_panel(panel)
     static = np.zeros((max(fitted.n_series, 1), len(fitted.static_sizes)), dtype=np.int64)  # [N_series, S]
     for scaled in rows:
         static[scaled.position] = scaled.static
     marks = [time_features(series.dates, panel.freq, cfg.time_encoding) for series in panel.series]  # [T_i, F] each
-    datasets, split_dates = {}, {}
+    datasets, split_dates, split_instants = {}, {}, {}
     for name in SPLIT_NAMES:
         spans = [borders[series.id][name] for series in panel.series]
         lengths = np.array([end - start for start, end in spans])
@@ -97,8 +103,11 @@ def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
             truth=np.concatenate([_observed(series.target, series.filled_target)[span]
                                   for series, span in zip(panel.series, pick)])[:, None],  # [T_split, 1]
         )
-        split_dates[name] = np.concatenate([_wall_clock(series.dates[span]) for series, span in zip(panel.series, pick)])
-    return datasets, split_dates
+        split_dates[name] = np.concatenate([_wall_clock(series.dates[span])
+                                            for series, span in zip(panel.series, pick)])
+        split_instants[name] = np.concatenate([_instants(series.dates[span])
+                                               for series, span in zip(panel.series, pick)])
+    return datasets, split_dates, split_instants
 
 
 def require_table(data: object) -> None:
@@ -214,11 +223,12 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     datasets = {name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len,
                                     truth=truth[start:end])
                 for name, (start, end) in borders.items()}
-    dates = _wall_clock(series.dates)
+    dates, instants = _wall_clock(series.dates), _instants(series.dates)
     logger.info("%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
                 {name: len(ds) for name, ds in datasets.items()})
     return _Prepared(source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                     datasets=datasets, split_dates={name: dates[start:end] for name, (start, end) in borders.items()})
+                     datasets=datasets, split_dates={name: dates[start:end] for name, (start, end) in borders.items()},
+                     split_instants={name: instants[start:end] for name, (start, end) in borders.items()})
 
 
 def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
@@ -237,18 +247,20 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
     fitted = given or FittedState.fit_panel(panel, {series_id: spans["train"] for series_id, spans in borders.items()},
                                             source.label, options, *windows)
-    datasets, split_dates = _panel_splits(panel, borders, fitted, cfg)
+    datasets, split_dates, split_instants = _panel_splits(panel, borders, fitted, cfg)
     logger.info("%s: %d series, %d rows, freq %s, windows %s.", source.name, len(panel.series),
                 sum(series.n_rows for series in panel.series), panel.freq.freqstr,
                 {name: len(ds) for name, ds in datasets.items()})
     return _Prepared(source=source, series=panel, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                     datasets=datasets, split_dates=split_dates)
+                     datasets=datasets, split_dates=split_dates, split_instants=split_instants)
 
 
-def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig) -> tuple[np.ndarray, np.ndarray]:
-    """``(x_dates [N, L], y_dates [N, label_len+P])``: the timestamps of every window of ``split``."""
+def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig, utc: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``(x_dates [N, L], y_dates [N, label_len+P])``: the timestamps of every window of ``split``, on the wall clock
+    (in UTC when ``utc``)."""
     starts = prepared.datasets[split].starts.numpy()  # [N]
-    rows = prepared.split_dates[split]  # [T_split]
+    rows = (prepared.split_instants if utc else prepared.split_dates)[split]  # [T_split]
     x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
     y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
     return x_dates, y_dates
@@ -543,13 +555,13 @@ class WindowDataModule(L.LightningDataModule):
 
     # ---------------------------------------------------------------- timestamps
 
-    def window_timestamps(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+    def window_timestamps(self, split: str, utc: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(x_dates [N, L], y_dates [N, label_len+P])`` of every window of a split, in order.
 
-        datetime64 arrays (wall-clock time for time-zone-aware series); a panel's windows each in
-        their own series' time.
+        datetime64 arrays: wall-clock time for time-zone-aware series, which repeats an hour where the clock goes
+        back, or with ``utc`` their UTC instants; a panel's windows each in their own series' time.
         """
-        return _window_dates(self._state(), self._split_name(split), self.config)
+        return _window_dates(self._state(), self._split_name(split), self.config, utc)
 
     def forecast_timestamps(self, split: str) -> np.ndarray:
         """datetime64 ``[N, P]``: the timestamps of the P forecast steps of every window."""
