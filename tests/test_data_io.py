@@ -599,6 +599,11 @@ def test_timestamps_without_the_fitted_zone_are_refused_with_the_fix(zone, examp
     assert (f"date column 'date' has no time zone, but the fitted data's timestamps are in {zone!r}. Fix: give them "
             f"their zone, df['date'] = df['date'].dt.tz_localize(<their zone>), {example} any zone is converted to "
             f"{zone!r}.") in str(caught.value)
+    indexed = make_frame().set_index("date")  # the fix named df['<index>'].dt, which is no code
+    with pytest.raises(DataError, match=re.escape("Fix: give them their zone, df.index = df.index.tz_localize(")):
+        prepare_series(indexed, time_zone=zone)
+    with pytest.raises(DataError, match=re.escape("df.index = df.index.tz_convert('<that zone>').tz_localize(None)")):
+        prepare_series(indexed.tz_localize(zone), time_zone="naive")
 
 
 @pytest.mark.parametrize("policy", ["ffill", "interpolate", "zero"])
@@ -769,3 +774,46 @@ def test_a_single_unsorted_series_gets_no_panel_hint():
     with pytest.raises(UnsortedTimestampError) as error:
         prepare_series(frame)
     assert "long-format" not in str(error.value)
+
+
+def test_a_time_zone_without_a_name_to_save_is_said_with_the_fix(caplog):
+    """dateutil's zones have none pandas reads back: new data in another zone was read there (its forecasts
+    stamped and its calendar features computed in it) with only an INFO line to say so."""
+    import dateutil.tz
+
+    dates = pd.date_range("2023-01-01", periods=48, freq="h", tz=dateutil.tz.gettz("Europe/Berlin"))
+    with caplog.at_level(logging.WARNING, logger="forecast"):
+        assert zone_name(dates) is None
+    assert "has no name to save" in caplog.text and "dt.tz_convert('Europe/Berlin')" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="forecast"):
+        assert zone_name(dates.tz_convert("Europe/Berlin")) == "Europe/Berlin"
+    assert not caplog.records
+
+
+@pytest.mark.parametrize(("freq", "renamed"), [("H", "'H' is now 'h'"), ("15T", "'T' is now 'min'"),
+                                               ("M", "'M' is now 'ME'"), ("every hour", None)])
+def test_a_frequency_alias_pandas_renamed_is_refused_with_its_new_name(freq, renamed):
+    """The original Informer code's and older pandas' aliases got the generic list of aliases only."""
+    with pytest.raises(ConfigError, match="is not a pandas offset alias") as caught:
+        prepare_series(make_frame(), freq=freq)
+    assert (f"({renamed} in pandas)" in str(caught.value)) if renamed else " in pandas)" not in str(caught.value)
+
+
+def test_a_timestamp_written_in_a_date_and_a_time_column_gets_the_fix_that_joins_them(tmp_path):
+    """The fixes named one of the two as the time axis, or the other as a panel's id column; a column of times of
+    day alone was read onto today's date."""
+    dates = pd.date_range("2024-01-01", periods=400, freq="h")  # past the 12th: day first, as written
+    path = tmp_path / "household.csv"
+    pd.DataFrame({"Date": dates.strftime("%d/%m/%Y"), "Time": dates.strftime("%H:%M:%S"),
+                  "power": np.arange(400.0)}).to_csv(path, index=False)
+    joined = "Fix: join them into one column, df['timestamp'] = pd.to_datetime(df['Date'] + ' ' + df['Time'])"
+    for date_column, error in ((None, MissingDateColumnError), ("Date", DuplicateTimestampError),
+                               ("Time", UnparsableDateError)):
+        with pytest.raises(error) as caught:
+            prepare_series(path, date_column=date_column)
+        assert joined in str(caught.value) and "id_column" not in str(caught.value)
+    frame = pd.read_csv(path)
+    frame["timestamp"] = pd.to_datetime(frame["Date"] + " " + frame["Time"], dayfirst=True)  # the fix, as written
+    series = prepare_series(frame.drop(columns=["Date", "Time"]))
+    assert series.dates.equals(pd.DatetimeIndex(dates)) and series.freq == pd.tseries.frequencies.to_offset("h")

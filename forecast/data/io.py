@@ -113,13 +113,21 @@ class TimeSeries:
         return len(self.dates)
 
 
+# pandas' hint for an alias it renamed ('H' -> 'h', 'T' -> 'min', 'M' -> 'ME'), in either of its wordings
+_RENAMED_ALIAS = re.compile(r"Invalid frequency: (\S+?)\. Did you mean (\S+?)\?"
+                            r"|'([^']+)' is no longer supported for offsets\. Please use '([^']+)' instead")
+
+
 def parse_offset(freq: str | pd.DateOffset) -> pd.DateOffset:
     """Turn a pandas offset alias (``'15min'``, ``'h'``, ``'W-TUE'``...) into an offset."""
     try:
         return to_offset(freq)
     except (ValueError, TypeError) as error:
+        renamed = _RENAMED_ALIAS.search(str(error))
+        old, new = [name for name in renamed.groups() if name] if renamed else ("", "")
+        hint = f" ({old!r} is now {new!r} in pandas)" if renamed else ""
         raise ConfigError(
-            f"freq={freq!r} is not a pandas offset alias. "
+            f"freq={freq!r} is not a pandas offset alias{hint}. "
             "Fix: pass an alias such as '15min', '10min', 'h', 'D', 'B', 'W', 'MS', 'QS' or 'YS', "
             "or freq=None to infer it from the timestamps."
         ) from error
@@ -426,30 +434,35 @@ def zone_name(dates: pd.DatetimeIndex) -> str | None:
         kept = dates.tz_convert(name).tz_localize(None).equals(dates.tz_localize(None))  # the same wall clock
     except (ValueError, TypeError, KeyError):  # an unknown zone name (zoneinfo's and pytz's are KeyErrors)
         kept = False
-    if not kept:
-        logger.info("time zone %r has no name to save; new data will be read in its own zone.", dates.tz)
+    if not kept:  # new data in another zone would be stamped, and its calendar features computed, in that one
+        logger.warning("time zone %r has no name to save, so new data is read in whatever zone it is in. Fix: give "
+                       "the timestamps a named zone, df[col] = df[col].dt.tz_convert('Europe/Berlin') (an IANA name, "
+                       "zoneinfo's), or convert them to 'UTC'.", dates.tz)
     return name if kept else None
 
 
 def to_zone(dates: pd.DatetimeIndex, time_zone: str | None, *, column: Hashable, origin: Origin,
-            whose: str = "the fitted data's") -> pd.DatetimeIndex:
+            whose: str = "the fitted data's", on_index: bool = False) -> pd.DatetimeIndex:
     """``dates`` in ``time_zone`` (:func:`zone_name`'s; ``None``: as they are): another zone's timestamps are
     converted, the same instants on the clock that time features and steps were computed on; DataError for
-    timestamps with a zone where ``time_zone`` has none, or the other way round (``whose`` names it)."""
+    timestamps with a zone where ``time_zone`` has none, or the other way round (``whose`` names it; ``on_index``:
+    the dates are the table's index, which its fix names)."""
     if time_zone is None or (time_zone == NAIVE and dates.tz is None):
         return dates
+    # the dates as code names them: a column's values, or the index (``on_index``, which has no .dt)
+    named, values = ("df.index", "df.index") if on_index else (f"df[{column!r}]", f"df[{column!r}].dt")
     if time_zone == NAIVE:
         raise DataError(
             f"{origin.label}: date column {column!r} is in time zone {str(dates.tz)!r}, but {whose} timestamps "
             f"have none. Fix: give them as local times without a zone, in the zone {whose} were recorded in: "
-            f"df[{column!r}] = df[{column!r}].dt.tz_convert('<that zone>').dt.tz_localize(None)."
+            f"{named} = {values}.tz_convert('<that zone>').tz_localize(None)."
         )
     if dates.tz is None:
         example = "'UTC' for UTC times" if time_zone == "UTC" else f"{time_zone!r} for its local times or 'UTC'"
         raise DataError(
             f"{origin.label}: date column {column!r} has no time zone, but {whose} timestamps are in "
-            f"{time_zone!r}. Fix: give them their zone, df[{column!r}] = df[{column!r}].dt.tz_localize(<their "
-            f"zone>), e.g. {example}; any zone is converted to {time_zone!r}."
+            f"{time_zone!r}. Fix: give them their zone, {named} = {values}.tz_localize(<their zone>), e.g. "
+            f"{example}; any zone is converted to {time_zone!r}."
         )
     if str(dates.tz) != time_zone:
         logger.info("%s: date column %r converted from time zone %r to %r, that of %s timestamps.",
@@ -673,6 +686,27 @@ def _looks_like_dates(column: pd.Series) -> bool:
     return 2 * int((dates & ~numbers).sum()) > len(sample)
 
 
+_TIME_OF_DAY = re.compile(r"\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*")  # '13:45', '13:45:00.5': no date
+
+
+def _times_of_day(column: pd.Series) -> bool:
+    """Whether a column's values are times of day without dates (which pandas reads as today's)."""
+    sample = column.dropna().iloc[:_DATE_SAMPLE]
+    return len(sample) > 0 and all(isinstance(value, str) and _TIME_OF_DAY.fullmatch(value) for value in sample)
+
+
+def _date_and_time_fix(frame: pd.DataFrame) -> str:
+    """The fix for a timestamp written in two columns, its date in one and its time of day in another (the UCI
+    household-power layout, many SCADA exports), else ``""``."""
+    times = [column for column in frame.columns if _times_of_day(frame[column])]
+    dates = [column for column in frame.columns if column not in times and _looks_like_dates(frame[column])]
+    if len(times) != 1 or len(dates) != 1:
+        return ""
+    return (f"Columns {dates[0]!r} and {times[0]!r} hold the dates and the times of day of one timestamp. Fix: join "
+            f"them into one column, df['timestamp'] = pd.to_datetime(df[{dates[0]!r}] + ' ' + df[{times[0]!r}]) "
+            "(dayfirst=True for dates like 31/01/2024; a CSV read with pd.read_csv first), and pass that frame.")
+
+
 def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
     """The one datetime-like column (``None``: the DatetimeIndex); else an error naming the candidates."""
     candidates = [column for column in frame.columns if _looks_like_dates(frame[column])]
@@ -689,8 +723,8 @@ def _find_date_column(frame: pd.DataFrame, origin: Origin) -> Hashable | None:
         )
     if candidates:
         raise MissingDateColumnError(
-            f"{origin.label}: columns {candidates!r} all hold timestamps. Fix: name the time axis with "
-            "date_column=<one of them>."
+            f"{origin.label}: columns {candidates!r} all hold timestamps. "
+            f"{_date_and_time_fix(frame) or 'Fix: name the time axis with date_column=<one of them>.'}"
         )
     named = [column for column in frame.columns if str(column).lower() in _CONVENTIONAL_DATE_NAMES]
     if len(named) == 1:
@@ -734,6 +768,12 @@ def _extract_dates(
             return dates, list(frame.columns), frame.index.name, None
     if date_column in frame.columns:
         raw = frame[date_column]
+        if _times_of_day(raw):
+            raise UnparsableDateError(
+                f"{origin.label}: date column {date_column!r} holds times of day without their dates "
+                f"({raw.dropna().iloc[0]!r}), which would be read as today's. "
+                f"{_date_and_time_fix(frame) or 'Fix: name the column that holds whole timestamps.'}"
+            )
         date_format = day_month_format(raw, column=date_column, origin=origin, freq=freq, known=date_format)
         dates = parse_dates(raw, column=date_column, origin=origin, date_format=date_format)
         return dates, [c for c in frame.columns if c != date_column], date_column, date_format
@@ -825,6 +865,9 @@ def _check_order(dates: pd.DatetimeIndex, *, allow_duplicates: bool, origin: Ori
 def _long_format_hint(frame: pd.DataFrame, dates: pd.DatetimeIndex, date_column: Hashable | None) -> str:
     """The fix for a long-format panel read as one series: a column whose values split the rows into
     series, each with increasing and unique timestamps (``unique_id`` in ``unique_id, ds, y``)."""
+    joined = _date_and_time_fix(frame)
+    if joined:  # the repeats are the rows of one day, told apart by their times of day
+        return f" {joined}"
     stamps = pd.Series(np.asarray(dates), index=frame.index)
     for column in frame.columns:
         ids = frame[column]
@@ -1262,7 +1305,8 @@ def prepare_series(
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
     dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
-    dates = to_zone(dates, time_zone, column=date_column if date_column is not None else "<index>", origin=origin)
+    dates = to_zone(dates, time_zone, column=date_column if date_column is not None else "<index>", origin=origin,
+                    on_index=date_column not in frame.columns)
     try:
         _check_order(dates, allow_duplicates=allow_duplicates, origin=origin)
     except (UnsortedTimestampError, DuplicateTimestampError) as error:
