@@ -757,6 +757,19 @@ def test_periods_are_read_as_the_timestamps_they_start_at():
         assert read.dates.equals(months.to_timestamp()) and read.freq == pd.tseries.frequencies.to_offset("MS")
 
 
+def test_python_dates_are_read_as_timestamps_at_midnight():
+    """``df['ts'].dt.date`` and ``groupby(df['ts'].dt.date).sum()``'s index hold datetime.date objects: 'no column
+    holds timestamps', and a Series so indexed was 'not timestamps'."""
+    days = pd.date_range("2024-01-01", periods=100, freq="D")
+    frame = pd.DataFrame({"OT": np.arange(100.0), "day": days.date})
+    for table in (frame, frame.set_index("day"), frame.set_index("day")["OT"]):
+        read = prepare_series(table)
+        assert read.dates.equals(pd.DatetimeIndex(days)) and read.freq == pd.tseries.frequencies.to_offset("D")
+    assert frame["day"].dtype == object  # the caller's frame left as it was
+    mixed = frame.assign(day=[*days.date[:50], *days[50:]])  # datetime.datetime objects too: not converted here
+    assert prepare_series(mixed, date_column="day").dates.equals(pd.DatetimeIndex(days))
+
+
 def test_other_irregular_duplicate_and_unsorted_rows_get_no_daylight_saving_hint():
     frame = make_frame()
     for faulty, error in ((frame.drop(index=12), IrregularTimestampError),

@@ -8,6 +8,7 @@ given too.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import re
@@ -619,20 +620,39 @@ def index_level_fix(frame: pd.DataFrame, column: Hashable) -> str | None:
     return f"is a level of the table's index {names!r}, not a column. Fix: df.reset_index() makes it a column"
 
 
+def _python_dates(values: pd.Series | pd.Index) -> bool:
+    """Whether ``values`` are Python ``datetime.date`` objects (``df['ts'].dt.date``, ``groupby(...dt.date)``'s
+    index), which pandas keeps as objects, not timestamps."""
+    present = values.dropna()
+    return (pd.api.types.is_object_dtype(values.dtype) and len(present) > 0
+            and all(type(value) is datetime.date for value in present))
+
+
 def _periods_as_timestamps(frame: pd.DataFrame, label: str) -> pd.DataFrame:
     """``frame`` with its Period columns and PeriodIndex (pandas' spans: ``to_period('M')``, ``period_range``) as
-    the timestamps their periods start at, in a copy; the frame itself where it has none."""
+    the timestamps their periods start at, and its columns and index of ``datetime.date`` as midnights, in a copy;
+    the frame itself where it has none."""
     periods = [column for column in frame.columns if isinstance(frame[column].dtype, pd.PeriodDtype)]
-    if not periods and not isinstance(frame.index, pd.PeriodIndex):
+    days = [column for column in frame.columns if _python_dates(frame[column])]
+    if not periods and not days and not isinstance(frame.index, pd.PeriodIndex) and not _python_dates(frame.index):
         return frame
     converted = frame.copy(deep=False)
     for column in periods:
         converted[column] = converted[column].dt.to_timestamp()
+    for column in days:
+        converted[column] = pd.to_datetime(converted[column])
     if isinstance(converted.index, pd.PeriodIndex):
         converted.index = converted.index.to_timestamp()
         periods.append("<index>")
-    logger.info("%s: the periods of %s are read as the timestamps they start at.", label,
-                ", ".join(map(repr, periods)))
+    elif _python_dates(converted.index):
+        converted.index = pd.DatetimeIndex(pd.to_datetime(converted.index), name=converted.index.name)
+        days.append("<index>")
+    if periods:
+        logger.info("%s: the periods of %s are read as the timestamps they start at.", label,
+                    ", ".join(map(repr, periods)))
+    if days:
+        logger.info("%s: the dates (datetime.date) of %s are read as timestamps at midnight.", label,
+                    ", ".join(map(repr, days)))
     return converted
 
 
@@ -640,6 +660,9 @@ def _series_frame(series: pd.Series) -> pd.DataFrame:
     if isinstance(series.index, pd.PeriodIndex):
         series = series.set_axis(series.index.to_timestamp())
         logger.info("<Series>: the periods of its index are read as the timestamps they start at.")
+    elif _python_dates(series.index):
+        series = series.set_axis(pd.DatetimeIndex(pd.to_datetime(series.index), name=series.index.name))
+        logger.info("<Series>: the dates (datetime.date) of its index are read as timestamps at midnight.")
     if not isinstance(series.index, pd.DatetimeIndex):
         raise MissingDateColumnError(
             f"<Series>: its index is a {type(series.index).__name__}, not timestamps. Fix: index it by a "
