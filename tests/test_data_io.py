@@ -830,3 +830,18 @@ def test_a_timestamp_written_in_a_date_and_a_time_column_gets_the_fix_that_joins
     frame["timestamp"] = pd.to_datetime(frame["Date"] + " " + frame["Time"], dayfirst=True)  # the fix, as written
     series = prepare_series(frame.drop(columns=["Date", "Time"]))
     assert series.dates.equals(pd.DatetimeIndex(dates)) and series.freq == pd.tseries.frequencies.to_offset("h")
+
+
+@pytest.mark.parametrize(("freq", "grid"), [("D", "D"), ("h", "h"), ("15min", "15min")])
+@pytest.mark.parametrize("allow_irregular", [False, True])
+def test_jittered_timestamps_are_refused_with_the_grid_to_put_them_on(freq, grid, allow_irregular):
+    """Daily rows jittered by up to an hour took a step of '86289s' (two of 119 steps), which placed every
+    forecast off the grid, drifting; without allow_irregular the fix offered asfreq('86289s'), blanking each row."""
+    regular = pd.date_range("2024-01-01", periods=120, freq=freq)
+    scale = (regular[1] - regular[0]) / 48  # up to half an hour on days, 75 seconds on hours
+    jitter = pd.to_timedelta(np.random.default_rng(0).uniform(0, 1, 120) * scale.total_seconds(), unit="s")
+    frame = pd.DataFrame({"date": regular + jitter.round("s"), "OT": np.arange(120.0)})
+    with pytest.raises(IrregularTimestampError, match=re.escape(f"resample({grid!r}).mean()")):
+        prepare_series(frame, allow_irregular=allow_irregular)
+    rounded = frame.assign(date=frame["date"].dt.round(grid))  # the fix, as written
+    assert prepare_series(rounded).dates.equals(pd.DatetimeIndex(regular, name="date"))

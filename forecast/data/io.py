@@ -1130,6 +1130,27 @@ def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
     return to_offset(steps.mode().iloc[0])
 
 
+def _refuse_jitter(dates: pd.DatetimeIndex, origin: Origin) -> None:
+    """IrregularTimestampError where no fixed step is taken by half the steps or more: jittered timestamps, whose
+    most common step is one of many by chance (86289 seconds), would place every forecast off the grid."""
+    steps = pd.Series(dates[1:] - dates[:-1])
+    steps = steps[steps > pd.Timedelta(0)]
+    counts = steps.value_counts()
+    if 2 * counts.iloc[0] >= len(steps):
+        return
+    median = steps.median()
+    # the median step in the coarsest unit within 5% of it: days, hours, minutes or seconds ('D', 'h', '15min')
+    unit = next((unit for unit in ("D", "h", "min") if abs(median - median.round(unit)) <= 0.05 * median), "s")
+    count = round(median / pd.Timedelta(1, unit=unit))
+    grid = f"{count if count != 1 else ''}{unit}"
+    raise IrregularTimestampError(
+        f"{origin.label}: the steps between rows vary: the most common, {counts.index[0]}, is {counts.iloc[0]} of "
+        f"{len(steps)}, and their median {median}, so no frequency can be inferred. Fix: put the rows on a regular "
+        f"grid, df.set_index(date).resample({grid!r}).mean() (or round their timestamps, df[date].dt.round("
+        f"{grid!r})), or pass freq=... with allow_irregular=True."
+    )
+
+
 def _semi_month(dates: pd.DatetimeIndex) -> tuple[str, str] | None:
     """The semi-month alias (and its days) whose two days the dates fall on, both of them, else None.
 
@@ -1170,11 +1191,13 @@ def _infer_offset(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, ori
         return to_offset(semi[0])
     step = _most_common_step(dates, origin)
     if pd.Timedelta(step) < pd.Timedelta(days=1):
+        _refuse_jitter(dates, origin)
         return step
     calendar = _calendar_offset(dates)
     if calendar is not None:
         return calendar
     _refuse_months_off_their_anchors(dates, step, origin)
+    _refuse_jitter(dates, origin)
     return _calendar_days(dates, step)
 
 
@@ -1273,6 +1296,13 @@ def _resolve_frequency(
         skipped_hour = (dates[off_grid + 1] - expected[off_grid] == pd.Timedelta(hours=1)).all()
         fix = ((_clock_change_hint(dates, off_grid + 1) if skipped_hour else "") or semi_month_hint(dates, freq)
                or " Fix:")
+        own = _inferred_offset(dates.unique()) if fitted else None  # rows of another frequency are not gaps
+        if fitted and not allow_irregular and own is not None and own != offset:
+            raise IrregularTimestampError(
+                f"{origin.label}: the rows step by {own.freqstr!r}, but the model was fitted on rows every "
+                f"{offset.freqstr!r}, and reads new rows the same way. Fix: give rows every {offset.freqstr!r} (the "
+                f"series it was fitted on, or their continuation), or fit a model on these rows."
+            )
         if fitted and not allow_irregular:
             raise IrregularTimestampError(
                 f"{message} The model was fitted on rows every {offset.freqstr!r}, and reads new rows the same way."
