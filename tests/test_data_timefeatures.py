@@ -41,6 +41,7 @@ DAILY = ("day_of_week", "day_of_month", "day_of_year")
         ("W-TUE", "week", ("day_of_month", "week_of_year")),
         ("MS", "month", ("month_of_year",)),
         ("ME", "month", ("month_of_year",)),
+        ("WOM-3FRI", "month", ("month_of_year",)),  # pandas infers it from third Fridays; it had no mapping
         ("QS", "quarter", ("month_of_year",)),
         ("YS", "year", ()),
     ],

@@ -43,6 +43,7 @@ _MONTHLY = (
     pd.offsets.MonthBegin, pd.offsets.MonthEnd, pd.offsets.BusinessMonthBegin,
     pd.offsets.BusinessMonthEnd, pd.offsets.CustomBusinessMonthBegin,
     pd.offsets.CustomBusinessMonthEnd,
+    pd.offsets.WeekOfMonth, pd.offsets.LastWeekOfMonth,  # 'WOM-3FRI', which pandas infers from third Fridays
 )
 _QUARTERLY = (
     pd.offsets.QuarterBegin, pd.offsets.QuarterEnd, pd.offsets.BQuarterBegin,
