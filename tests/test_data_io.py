@@ -845,3 +845,19 @@ def test_jittered_timestamps_are_refused_with_the_grid_to_put_them_on(freq, grid
         prepare_series(frame, allow_irregular=allow_irregular)
     rounded = frame.assign(date=frame["date"].dt.round(grid))  # the fix, as written
     assert prepare_series(rounded).dates.equals(pd.DatetimeIndex(regular, name="date"))
+
+
+def test_days_at_a_local_midnight_recorded_in_utc_get_the_conversion_to_their_zone():
+    """In UTC they step by 23 and 25 hours at the clock changes; the fix was a generic resample."""
+    berlin = pd.date_range("2021-01-01", "2021-06-30", freq="D", tz="Europe/Berlin")
+    frame = pd.DataFrame({"date": berlin.tz_convert("UTC"), "OT": np.arange(len(berlin), dtype=float)})
+    with pytest.raises(IrregularTimestampError, match=re.escape(
+            "recorded at a fixed offset (UTC), step by 23 and 25 hours there. Fix: convert them to their local zone "
+            "(df[date] = df[date].dt.tz_convert('<your zone>'))")):
+        prepare_series(frame)
+    converted = prepare_series(frame.assign(date=frame["date"].dt.tz_convert("Europe/Berlin")))  # the fix
+    assert converted.dates.equals(pd.DatetimeIndex(berlin, name="date"))
+    hourly = pd.date_range("2021-03-01", periods=24 * 40, freq="h", tz="UTC").delete(100)  # a gap, no clock
+    with pytest.raises(IrregularTimestampError) as caught:
+        prepare_series(pd.DataFrame({"date": hourly, "OT": np.arange(len(hourly), dtype=float)}))
+    assert "daylight saving" not in str(caught.value)

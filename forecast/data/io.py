@@ -846,9 +846,18 @@ _CLOCK_CHANGE_MONTHS = (3, 4, 9, 10, 11)
 def _clock_change_hint(dates: pd.DatetimeIndex, rows: np.ndarray) -> str:
     """The fix for timestamps without a time zone whose faulty ``rows`` all fall in the night hours of the months
     where local clocks change for daylight saving (an hour skipped in spring, one repeated in autumn); for dates
-    without a time of day, that they lack it; else ``""``."""
-    if dates.tz is not None or not rows.size:
+    without a time of day, that they lack it; for days at a local time recorded at a fixed UTC offset (23 and 25
+    hours apart at the changes), the conversion to their zone; else ``""``."""
+    if not rows.size:
         return ""
+    if dates.tz is not None:
+        fixed = dates.map(lambda stamp: stamp.utcoffset()).nunique() == 1  # UTC, or 'UTC+01:00' all year
+        if not (fixed and dates[rows].month.isin(_CLOCK_CHANGE_MONTHS).all()
+                and (pd.Series(dates[1:] - dates[:-1]) >= pd.Timedelta(hours=23)).all()):
+            return ""
+        return (f" They fall where a local clock changes for daylight saving: rows at one local time of day, recorded "
+                f"at a fixed offset ({dates.tz}), step by 23 and 25 hours there. Fix: convert them to their local zone "
+                "(df[date] = df[date].dt.tz_convert('<your zone>')); otherwise")
     if (dates == dates.normalize()).all():
         per_day = int(pd.Series(1, index=dates[rows]).groupby(level=0).size().max()) + 1
         return (f" Every timestamp is a date without a time of day, and up to {per_day} rows share one: were the "
@@ -1293,8 +1302,10 @@ def _resolve_frequency(
             f"first at {origin.row(row)}: {dates[row - 1]} is followed by {dates[row]}, expected "
             f"{expected[row - 1]}."
         )
-        skipped_hour = (dates[off_grid + 1] - expected[off_grid] == pd.Timedelta(hours=1)).all()
-        fix = ((_clock_change_hint(dates, off_grid + 1) if skipped_hour else "") or semi_month_hint(dates, freq)
+        missed = dates[off_grid + 1] - expected[off_grid]  # an hour skipped; in UTC also an hour early (23 hours)
+        by_an_hour = (missed == pd.Timedelta(hours=1)).all() or (
+            dates.tz is not None and (abs(missed) == pd.Timedelta(hours=1)).all())
+        fix = ((_clock_change_hint(dates, off_grid + 1) if by_an_hour else "") or semi_month_hint(dates, freq)
                or " Fix:")
         own = _inferred_offset(dates.unique()) if fitted else None  # rows of another frequency are not gaps
         if fitted and not allow_irregular and own is not None and own != offset:
