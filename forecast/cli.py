@@ -765,7 +765,13 @@ def _stopped_command(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from forecast.config import snake_case_flag
+    from forecast.plugins import load_plugins
 
+    try:
+        load_plugins()  # installed packages' models and attentions, before any option names them
+    except ForecastError as error:
+        print(f"forecast: error: {error}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args, extra = parser.parse_known_args([snake_case_flag(token) for token in
                                            (sys.argv[1:] if argv is None else argv)])

@@ -8,6 +8,7 @@ import logging
 import re
 import shlex
 import subprocess
+import textwrap
 import sys
 from pathlib import Path
 
@@ -468,6 +469,45 @@ def test_a_model_registered_with_its_config_takes_typed_options_from_the_cli_and
     assert Forecaster("informer", scale=2.0).config["model_options"] == {"scale": 2.0}
     with pytest.raises(ConfigError, match=r"^scale=-1 must be > 0$"):
         Forecaster("informer", scale=-1)
+
+
+def _install_plugin(site: Path, package: str, module_text: str, target: str) -> None:
+    """An installed distribution ``package`` in ``site`` (a folder on sys.path) declaring one forecast.plugins
+    entry point, ``target`` in its module."""
+    (site / f"{package}.py").write_text(module_text)
+    info = site / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[forecast.plugins]\n{package} = {target}\n")
+
+
+def test_an_installed_plugin_registers_its_models_for_the_command(workdir, tmp_path_factory, monkeypatch, capsys):
+    """The command had no way to find a model registered in another package: `--model.name` named only the
+    built-in ones unless the user wrote a script calling forecast.cli.main."""
+    import forecast.models as models
+
+    site = tmp_path_factory.mktemp("site")
+    _install_plugin(site, "lastvalue_plugin", textwrap.dedent("""
+        from forecast.models import build_model, register_model
+
+        def register():
+            register_model("plugged_naive", lambda spec, **options: build_model("naive", spec, **options))
+        """), "lastvalue_plugin:register")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setitem(models.MODELS, "plugged_naive", None)  # taken out again after the test
+    monkeypatch.setitem(models._CONFIGS, "plugged_naive", None)
+    flags = ["--data.dataset", "toy.csv", "--data.seq_len", "32", "--data.label_len", "16", "--data.pred_len", "8"]
+    assert main(["fit", "--model.name", "plugged_naive", *flags, "--run_dir", "run"]) == 0
+    assert json.loads((workdir / "run" / "config.json").read_text())["model"] == "plugged_naive"
+    capsys.readouterr()
+    broken = tmp_path_factory.mktemp("broken")
+    _install_plugin(broken, "broken_plugin", "raise ImportError('needs torch_geometric')\n", "broken_plugin")
+    monkeypatch.syspath_prepend(str(broken))
+    assert main(["fit", "--model.name", "naive", *flags, "--run_dir", "other"]) == 2
+    assert ("forecast: error: the plugin 'broken_plugin' (broken_plugin, from the package 'broken_plugin') failed to "
+            "load: ImportError: needs torch_geometric. Fix: update or repair that package, or uninstall it (pip "
+            "uninstall broken_plugin).") in capsys.readouterr().err
+    assert not (workdir / "other").exists()
 
 
 @pytest.mark.parametrize("where", [

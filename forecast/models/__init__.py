@@ -79,7 +79,8 @@ def register_model(name: str, builder: Callable[..., ForecastModel], *, config: 
 
     ``config``: the dataclass whose fields are its options (validated by ``config(**options)`` in the builder); then
     ``Forecaster(name, ...)`` checks option names against it, and ``forecast fit --model.name NAME`` (run from Python,
-    after registering: ``forecast.cli.main([...])``) and YAML configs take them as ``model.<field>``, typed. Without
+    after registering: ``forecast.cli.main([...])``, or from the shell through a ``forecast.plugins`` entry point:
+    :mod:`forecast.plugins`) and YAML configs take them as ``model.<field>``, typed. Without
     it the builder checks its own options. ``fixed``: config fields the builder sets itself. A built-in name is
     refused (its recipe options and checks are the built-in model's); registering a name again replaces it.
     """
