@@ -466,6 +466,17 @@ class RunCheckpoint(ModelCheckpoint):
         super().load_state_dict(state_dict)
 
 
+class PeriodicCheckpoint(RunCheckpoint):
+    """The run's checkpoint every n steps or every m minutes, never at an epoch's last step: saved there it would
+    replace :class:`PreValidationCheckpoint`'s, and a run killed while it validates would resume that epoch as
+    validated. A time trigger due then fires at the next step."""
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if batch_idx + 1 != trainer.num_training_batches:  # the same step on every process
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+
+
 def _checkpoints_inside(state: dict[str, Any], directory: str) -> dict[str, Any]:
     """``state`` (ModelCheckpoint's) without the paths that are not ``.ckpt`` files in ``directory`` itself.
 
@@ -568,8 +579,8 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
                     "train_time_interval": timedelta(minutes=minutes) if minutes is not None else None}
         for trigger, every in triggers.items():
             if every is not None:
-                callbacks.append(RunCheckpoint(dirpath=directory, save_top_k=0, save_last=True,
-                                               enable_version_counter=False, **{trigger: every}))
+                callbacks.append(PeriodicCheckpoint(dirpath=directory, save_top_k=0, save_last=True,
+                                                    enable_version_counter=False, **{trigger: every}))
         callbacks.append(RandomStateCheckpoint())
         callbacks.append(PreValidationCheckpoint(directory / "last.ckpt"))
         callbacks.append(SigtermCheckpoint(directory / "last.ckpt"))

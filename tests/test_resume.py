@@ -128,6 +128,10 @@ def test_a_finished_epoch_in_the_state_skips_nothing():
 # -------------------------------------------------------------- killed, then resumed
 
 
+# The killed-while-validating run's periodic checkpoints: at every step, by count and by time.
+VALIDATING_CHECKPOINTS = {"checkpoint_every_n_steps": 1, "checkpoint_every_minutes": 1e-9}
+
+
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory) -> dict:
     """Start every killed run at once (subprocesses), and return their folders once they died."""
@@ -150,7 +154,7 @@ def killed(tmp_path_factory) -> dict:
     commands = {
         "api": [*kill, "api", str(csv), str(root / "api"), json.dumps(api_options)],
         "validating": ["--kill-at-step", str(STEPS_PER_EPOCH), "--in-validation", "api", str(csv),
-                       str(root / "validating"), json.dumps({**api_options, "checkpoint_every_n_steps": None})],
+                       str(root / "validating"), json.dumps({**api_options, **VALIDATING_CHECKPOINTS})],
         "sweep": [*kill, "sweep", str(root / "sweep_results"), str(root / "sweep_runs"), *map(str, configs)],
         "append": ["append", str(results_csv), json.dumps(dict(finished_row, seed=1))],
     }
@@ -189,8 +193,10 @@ def test_api_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(killed):
 def test_a_run_killed_while_it_validates_redoes_one_step_and_reaches_the_uninterrupted_weights(killed):
     """The epoch's last checkpoint was written a step before its validation (PreValidationCheckpoint), not at
     the last step, which Lightning would resume without validating: the resumed run trains that step,
-    validates epoch 0 (its early stopping and best checkpoint see it) and ends as the uninterrupted run."""
-    root, options = killed["root"], dict(killed["api_options"], checkpoint_every_n_steps=None)
+    validates epoch 0 (its early stopping and best checkpoint see it) and ends as the uninterrupted run. The
+    periodic checkpoints (every step, every moment here) wrote the last step's over it, and the resumed run
+    never validated epoch 0."""
+    root, options = killed["root"], dict(killed["api_options"], **VALIDATING_CHECKPOINTS)
     run_dir = root / "validating"
     saved = checkpoint_state(last_checkpoint(run_dir))
     assert saved["global_step"] == STEPS_PER_EPOCH - 1 and saved["epoch"] == 0
