@@ -738,7 +738,8 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
     """The recipe's last steps, on the validation windows, in eval mode on the model's own device:
     with ``config.calibrate_correction`` a ``correctable`` model fits the share of its correction it
     keeps, then with ``config.calibrate_scale`` a ``calibratable`` one (the one-shot Gaussian LogSparse)
-    fits its predictive scale around that forecast. Each is logged."""
+    fits its predictive scale around that forecast. Each is logged. Under DDP every process reads every
+    validation window (not its share), so all fit the same values as one process would."""
     correct = config.calibrate_correction and model.correctable
     scale = config.calibrate_scale and model.calibratable
     if config.calibrate_scale and model.probabilistic and not model.calibratable:
@@ -754,15 +755,16 @@ def calibrate_on_validation(model: ForecastModel, datamodule: Any, config: Train
     model.eval()
     try:
         if correct:
-            prefix = datamodule.val_prefix_dataloader() if config.correction_significance is not None else None
+            prefix = (datamodule.val_prefix_dataloader(sharded=False) if config.correction_significance is not None
+                      else None)
             kept = model.fit_correction_weight(
-                batches(datamodule.val_dataloader()), config.correction_significance,
+                batches(datamodule.val_dataloader(sharded=False)), config.correction_significance,
                 prefix=None if prefix is None else (prefix.dataset.target_len, batches(prefix)))
             log.info("kept %.3f of the network's correction to the window's centre, fitted on the validation "
                      "windows", kept)
         if scale:
             log.info("calibrated the predictive scale on the validation windows: x%.3f",
-                     model.calibrate_scale(batches(datamodule.val_dataloader())))
+                     model.calibrate_scale(batches(datamodule.val_dataloader(sharded=False))))
     finally:
         model.train(was_training)
 

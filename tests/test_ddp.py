@@ -88,6 +88,34 @@ def test_eval_shards_cover_every_window_exactly_once(n_windows):
     assert sum(map(len, padded)) == n_windows + (-n_windows % 3)
 
 
+def test_calibration_after_training_reads_every_validation_window_on_every_process():
+    """It read the process's share: under DDP rank 0 kept none of the correction and rank 1 all of it, and the
+    saved model held rank 0's, fitted on half the windows."""
+    from types import SimpleNamespace
+
+    from forecast.training import TrainingConfig, calibrate_on_validation
+
+    t = np.arange(300)
+    frame = pd.DataFrame({"date": pd.date_range("2022-01-01", periods=300, freq="h"), "OT": np.sin(t / 7.0) + t / 50})
+    datamodule = WindowDataModule(frame, seq_len=12, label_len=6, pred_len=4, batch_size=4, features="S")
+    datamodule.setup()
+    n_val = len(datamodule.dataset("val"))
+    for rank in (0, 1):
+        datamodule.trainer = SimpleNamespace(distributed_sampler_kwargs={"num_replicas": 2, "rank": rank})
+        assert sum(len(batch["x"]) for batch in datamodule.val_dataloader()) in (n_val // 2, (n_val + 1) // 2)
+        model = build_model("dlinear", DataSpec.from_fitted(datamodule.fitted), revin=True)
+        fit, read = model.fit_correction_weight, []
+
+        def counted(batches, *args, fit=fit, read=read, **kwargs):
+            batches = list(batches)
+            read.append(sum(len(batch["x"]) for batch in batches))
+            return fit(batches, *args, **kwargs)
+
+        model.fit_correction_weight = counted
+        calibrate_on_validation(model, datamodule, TrainingConfig(calibrate_correction=True))
+        assert read == [n_val]
+
+
 def test_eval_refuses_more_processes_than_windows():
     with pytest.raises(ConfigError, match="fewer than the 4 processes"):
         eval_sampler(range(3), 4, 0, split="test")

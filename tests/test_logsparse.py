@@ -723,7 +723,7 @@ def test_the_recipe_fits_the_correction_first_and_the_scale_around_the_forecast_
             batch["y"][:, -s.pred_len:, -1:] = half + 0.02 * torch.randn(half.shape, generator=g)
 
     class Windows:
-        def val_dataloader(self):
+        def val_dataloader(self, sharded: bool = True):
             return batches
 
     with torch.no_grad():

@@ -577,8 +577,9 @@ class WindowDataModule(L.LightningDataModule):
 
     # --------------------------------------------------------------- dataloaders
 
-    def _loader(self, split: str, *, train: bool, windows: WindowDataset | None = None) -> DataLoader:
-        replicas, rank = trainer_processes(getattr(self, "trainer", None))
+    def _loader(self, split: str, *, train: bool, windows: WindowDataset | None = None, sharded: bool = True
+                ) -> DataLoader:
+        replicas, rank = trainer_processes(getattr(self, "trainer", None)) if sharded else (1, 0)
         return window_loader(self.dataset(split) if windows is None else windows, self.config, train=train,
                              split=split, num_replicas=replicas, rank=rank)
 
@@ -587,16 +588,18 @@ class WindowDataModule(L.LightningDataModule):
         resumable mid-epoch (:mod:`forecast.data.sampling`); drops the last batch only if asked."""
         return self._loader("train", train=True)
 
-    def val_dataloader(self) -> DataLoader:
-        """Every val window once, in order; under DDP each process takes every W-th window, unpadded."""
-        return self._loader("val", train=False)
+    def val_dataloader(self, sharded: bool = True) -> DataLoader:
+        """Every val window once, in order; under DDP each process takes every W-th window, unpadded (every
+        window on every process when not ``sharded``: what each fits alike on after training)."""
+        return self._loader("val", train=False, sharded=sharded)
 
-    def val_prefix_dataloader(self) -> DataLoader | None:
+    def val_prefix_dataloader(self, sharded: bool = True) -> DataLoader | None:
         """Windows that test a forecast on the validation period when its windows cannot: ``None`` where they
         hold two disjoint horizons (more windows than ``pred_len``), or for a panel (its windows are pooled
-        over the series); else every window of :func:`_val_prefix_windows` once, in order."""
+        over the series); else every window of :func:`_val_prefix_windows` once, in order (``sharded`` as
+        :meth:`val_dataloader`'s)."""
         windows = None if self.is_panel else _val_prefix_windows(self._state(), self.config)
-        return None if windows is None else self._loader("val", train=False, windows=windows)
+        return None if windows is None else self._loader("val", train=False, windows=windows, sharded=sharded)
 
     def test_dataloader(self) -> DataLoader:
         """The ``test_split`` windows (test by default), every one once, in order, as ``val_dataloader``."""
