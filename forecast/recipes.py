@@ -44,10 +44,12 @@ __all__ = ["DEFAULT_RECIPE", "NEUTRAL_TRAINER_ARGUMENTS", "POST_TRAINING_SETTING
 
 DEFAULT_RECIPE = "improved"
 
-# TrainingConfig fields that change what a run learns; hardware, workers and checkpointing do not.
+# TrainingConfig fields that change what a run learns; the accelerator, workers and checkpointing do not. The
+# processes do (devices, num_nodes, strategy: the effective batch is batch_size times their number), and so does
+# compiling (another summation order, whose rounding a run's later epochs carry on).
 RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
                    "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "calibrate_correction",
-                   "correction_significance", "ema_decay")
+                   "correction_significance", "ema_decay", "devices", "num_nodes", "strategy", "compile_model")
 # The RESULT_SETTINGS applied after training (calibrate_on_validation): runs that differ only in them train
 # the same weights, so the experiment runner re-fits these on a finished run instead of training again.
 POST_TRAINING_SETTINGS = ("calibrate_scale", "calibrate_correction", "correction_significance")

@@ -608,6 +608,8 @@ def test_resuming_a_finished_run_on_other_data_fails_before_the_folder_is_touche
     ({"patience": 1}, "patience 3 in the run, 1 now"),
     ({"seed": 5}, "seed 0 in the run, 5 now"),
     ({"gradient_clip_val": 0.5}, "trainer.gradient_clip_val None in the run, 0.5 now"),
+    ({"devices": 2, "strategy": "ddp"}, "devices 'auto' in the run, 2 now; strategy 'auto' in the run, 'ddp' now"),
+    ({"compile_model": True}, "compile_model False in the run, True now"),
 ])
 def test_resuming_with_other_training_settings_is_refused_before_the_folder_is_touched(frame, tmp_path, changed,
                                                                                         named):

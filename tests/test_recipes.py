@@ -122,7 +122,8 @@ def test_two_recipes_of_one_model_at_one_window_never_collide():
                                             ("patience", 1), ("batch_size", 8), ("loss", "mae"),
                                             ("precision", "bf16-mixed"), ("limit_train_batches", 3),
                                             ("weight_decay", 0.1), ("calibrate_scale", False),
-                                            ("correction_significance", 0.01)])
+                                            ("correction_significance", 0.01), ("devices", 2), ("num_nodes", 2),
+                                            ("strategy", "ddp"), ("compile_model", True)])
 def test_a_changed_training_setting_is_a_different_run(setting, value):
     """A smoke run (one epoch, a few batches) never marks the real run done, whatever it changes."""
     real, changed = experiment(), experiment(**{setting: value})
