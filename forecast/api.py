@@ -22,14 +22,16 @@ other name must be a field of the model's config (``InformerConfig`` for ``infor
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import lightning as L
 import pandas as pd
+from lightning.pytorch.utilities.seed import isolate_rng
 from matplotlib.figure import Figure
 
 from forecast.checks import require_bool, require_choice
@@ -64,7 +66,34 @@ def _train(options: ForecasterOptions, data: Table, split: Any, run_dir: str | o
     ``options`` on ``data``; with ``run_dir``, checkpoints there (resumed if ``resume`` and they match) and the
     fitted predictor saved there, under the folder's fit lock."""
     placement(options.training)  # a device setting Lightning refuses is named before the data is read
-    L.seed_everything(options.training.seed, workers=True, verbose=False)
+    with _seeded(options.training.seed):
+        return _train_seeded(options, data, split, run_dir, resume)
+
+
+# What seed_everything(workers=True) leaves in the environment, for later Trainers of the process to read.
+_SEED_VARIABLES = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")
+
+
+@contextlib.contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """Python, numpy and torch seeded with ``seed`` (``lightning.seed_everything``) for the duration; the caller's
+    random states and Lightning's seed variables are theirs again after: a fit does not make the caller's later
+    draws repeat, nor seed a later Trainer's workers."""
+    saved = {name: os.environ.get(name) for name in _SEED_VARIABLES}
+    with isolate_rng():
+        L.seed_everything(seed, workers=True, verbose=False)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+def _train_seeded(options: ForecasterOptions, data: Table, split: Any, run_dir: str | os.PathLike[str] | None,
+                  resume: bool) -> tuple[TrainedRun, Predictor]:
     data_file = DataFile.of(data)  # before the file is read: its digest then, not after an edit during training
     datamodule = options.new_datamodule(data, split)
     datamodule.setup()
@@ -156,8 +185,8 @@ class Forecaster:
             ``S``/``MS`` the last numeric column (logged).
         max_epochs: training epochs at most (early stopping on validation loss); ``None``
             takes the recipe's.
-        seed: seeds Python, numpy and torch at ``fit`` (``lightning.seed_everything``) and
-            the training loader's shuffling. Sampled quantile forecasts are drawn as ``evaluate``
+        seed: seeds Python, numpy and torch during ``fit`` (``lightning.seed_everything``; the
+            caller's random states are restored when it returns) and the training loader's shuffling. Sampled quantile forecasts are drawn as ``evaluate``
             scores them, from 100 paths with a fixed seed of their own, whatever ``seed`` is.
         recipe: the named recipe (:mod:`forecast.recipes`) whose model options and
             training settings the forecaster starts from: ``improved`` (the default:

@@ -1123,6 +1123,26 @@ def test_plot_without_df_draws_the_history_the_forecast_was_made_from_even_after
     np.testing.assert_allclose(forecast.get_ydata(), fc.predict()["OT"], rtol=1e-12)
 
 
+def test_fit_leaves_the_callers_random_states_and_environment_as_they_were(frame, monkeypatch):
+    """fit reseeded Python, numpy and torch for good (a caller's later draws repeated after every fit) and left
+    PL_GLOBAL_SEED and PL_SEED_WORKERS set, which seed a later Trainer's workers."""
+    import random
+
+    monkeypatch.delenv("PL_GLOBAL_SEED", raising=False)
+    monkeypatch.delenv("PL_SEED_WORKERS", raising=False)
+
+    def draws() -> tuple:
+        return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+    random.seed(11), np.random.seed(11), torch.manual_seed(11)
+    expected = draws()
+    random.seed(11), np.random.seed(11), torch.manual_seed(11)
+    for model in ("naive", "dlinear"):
+        Forecaster(model, **WINDOW, max_epochs=1).fit(frame)
+    assert draws() == expected
+    assert "PL_GLOBAL_SEED" not in os.environ and "PL_SEED_WORKERS" not in os.environ
+
+
 def test_windows_and_forecasts_across_the_clock_going_back_plot_hour_by_hour():
     """Hourly Berlin rows over 31 October 2021: a window's wall clock repeats 02:00, and such windows (and the
     forecast of data ending there) were refused as a panel's repeated timestamps."""
