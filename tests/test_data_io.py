@@ -861,3 +861,11 @@ def test_days_at_a_local_midnight_recorded_in_utc_get_the_conversion_to_their_zo
     with pytest.raises(IrregularTimestampError) as caught:
         prepare_series(pd.DataFrame({"date": hourly, "OT": np.arange(len(hourly), dtype=float)}))
     assert "daylight saving" not in str(caught.value)
+
+
+def test_an_empty_first_row_of_daily_text_with_offsets_is_named():
+    """Reading such text on its local clock logged the first row's time of day: NaT had none (ValueError)."""
+    days = pd.date_range("2024-01-01", periods=30, freq="D", tz="Europe/Berlin").strftime("%Y-%m-%d %H:%M:%S%z")
+    frame = pd.DataFrame({"date": [None, *days[1:]], "OT": np.arange(30.0)})
+    with pytest.raises(UnparsableDateError, match=r"date column 'date', row 0 .*is empty"):
+        prepare_series(frame)

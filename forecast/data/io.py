@@ -363,7 +363,7 @@ def _one_offset_on_their_clock(raw: pd.Series, parsed: pd.Series, *, origin: Ori
         return parsed
     logger.info("%s: date column %r: every row is at %s on the clock of its UTC offset, so its timestamps are read, "
                 "and forecasts written, as local times without a zone.", origin.label, column,
-                local[0].strftime("%H:%M"))
+                local.dropna()[0].strftime("%H:%M"))  # an empty row (NaT) is reported after
     return pd.Series(local, index=parsed.index)
 
 
