@@ -138,7 +138,8 @@ def configured_settings(configs_dir: str | os.PathLike[str]) -> pd.DataFrame:
 _SETTING = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training",
             "data"]
 # Summary name -> results column: rho-risks on the original scale (the field reports them in
-# the data's units) and the 80% interval's coverage; NaN for point forecasts.
+# the data's units) and the 80% interval's coverage; NaN where a row has none (a point forecast's coverage, and
+# its rho-risks in rows written before 2026-11-26).
 _PROBABILISTIC = {"r50_orig": "rho_risk_0.5_orig", "r90_orig": "rho_risk_0.9_orig", "coverage80": "coverage_0.8"}
 
 
@@ -184,7 +185,7 @@ def _mean_std(mean: float, std: float) -> str:
 
 
 def _risks(row) -> str:
-    """Rho-risks of a probabilistic model's summary row; a dash for point forecasts."""
+    """Rho-risks of a summary row; a dash where its rows have none."""
     return MISSING if pd.isna(row.r50_orig) else f"{_number(row.r50_orig)} / {_number(row.r90_orig)}"
 
 

@@ -30,7 +30,8 @@ COLUMNS = [
     # The named recipe (forecast.recipes), the training settings that differ from TrainingConfig's
     # defaults (sorted JSON), and the best epoch's validation loss (what settings are chosen on).
     "recipe", "training", "val_loss",
-    # Probabilistic models only (blank for point forecasts): rho-risks and 80% interval coverage.
+    # Rho-risks (a point forecast scored as every quantile since 2026-11-26, blank in older rows) and the 80%
+    # interval's coverage (probabilistic models only).
     "rho_risk_0.5", "rho_risk_0.9", "rho_risk_0.5_orig", "rho_risk_0.9_orig", "coverage_0.8",
     # The data options the run was given (sorted JSON; "{}": none, as every row written before the column).
     "data",
