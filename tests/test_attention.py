@@ -497,6 +497,15 @@ def test_causal_modules_ignore_the_future(module: nn.Module) -> None:
         _assert_prefix_unchanged(module(q, k, v), module(*changed), cut, type(module).__name__)
 
 
+def test_prob_sparse_counts_are_the_papers_factor_times_ceil_ln_length() -> None:
+    """u = c * ceil(ln L_Q) queries and U = c * ceil(ln L_K) sampled keys (Informer2020's counts), u at most L_Q."""
+    attention = ProbSparseAttention(factor=5)
+    assert (attention.selected_count(96), attention.sample_size(96)) == (25, 25)  # ln 96 = 4.56
+    assert (attention.selected_count(48), attention.sample_size(72)) == (20, 25)
+    assert attention.selected_count(7) == 7 and attention.sample_size(7) == 10  # drawn from 7 keys at most
+    assert ProbSparseAttention(factor=3).selected_count(1) == 1  # ln 1 = 0 would select none
+
+
 def test_masked_prob_sparse_ignores_the_future_when_every_query_is_selected() -> None:
     q, k, v = _qkv(2, 12, 12, 2, 4)
     module = ProbSparseAttention(factor=20, causal=True).eval()

@@ -54,6 +54,34 @@ def test_append_row_keeps_earlier_rows_and_leaves_no_temp_files(tmp_path):
     assert has_row(path, key) and not has_row(path, row(seed=2))
 
 
+def test_a_run_differing_in_any_key_column_is_not_done(tmp_path):
+    """A sweep skips a cell whose row it finds: a key that left a column out (the recipe) would take another
+    recipe's run for this one."""
+    path = tmp_path / "toy.csv"
+    recorded = row(seed=0)
+    append_row(path, recorded)
+    assert has_row(path, recorded)
+    other = {"dataset": "other", "model": "dlinear", "features": "S", "seq_len": 1, "label_len": 1, "pred_len": 1,
+             "seed": 1, "recipe": "improved", "options": '{"d_model": 8}', "training": '{"max_epochs": 1}',
+             "data": '{"target": "a"}'}
+    assert set(other) == set(KEY)
+    for column, value in other.items():
+        assert not has_row(path, {**recorded, column: value}), column
+
+
+def test_a_blank_data_cell_is_a_run_without_data_options(tmp_path):
+    """Rows written while the column was new could leave it blank: they are runs without data options."""
+    path = tmp_path / "toy.csv"
+    append_row(path, row(seed=0))
+    text = path.read_text().splitlines()
+    data = COLUMNS.index("data")
+    cells = text[1].split(",")
+    assert cells[data] == "{}"
+    text[1] = ",".join([*cells[:data], "", *cells[data + 1:]])
+    path.write_text("\n".join(text) + "\n")
+    assert has_row(path, row(seed=0))
+
+
 def test_rows_written_before_data_options_were_keyed_stay_done_and_apart_from_a_panels(tmp_path):
     path = tmp_path / "toy.csv"
     older = COLUMNS[: COLUMNS.index("data")]

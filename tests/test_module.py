@@ -188,8 +188,10 @@ def test_predict_step_returns_original_units_with_timestamps():
 
 
 @pytest.mark.parametrize("schedule, expected", [("halve", [1e-3, 5e-4, 2.5e-4]),
+                                                ("cosine", [1e-3, 7.5e-4, 2.5e-4]),  # over the run's 3 epochs
                                                 ("none", [1e-3, 1e-3, 1e-3])])
 def test_learning_rate_schedules(schedule, expected):
+    """Per epoch (two steps each: a schedule stepped per batch would move twice as far)."""
     dm = datamodule("S")
     module = ForecastModule(build_model("informer", DataSpec.from_fitted(dm.fitted), **TINY),
                             learning_rate=1e-3, lr_schedule=schedule)
@@ -200,7 +202,7 @@ def test_learning_rate_schedules(schedule, expected):
             seen.append(trainer.optimizers[0].param_groups[0]["lr"])
 
     with lightning_warnings():
-        trainer(max_epochs=3, limit_train_batches=1, limit_val_batches=1,
+        trainer(max_epochs=3, limit_train_batches=2, limit_val_batches=1,
                 callbacks=[Record()]).fit(module, datamodule=dm)
     assert seen == pytest.approx(expected)
 
