@@ -102,6 +102,14 @@ def test_windows_at_given_starts_carry_their_series_known_rows_and_static_codes(
     np.testing.assert_array_equal(item["x_known"].numpy(), known[10:14])
     np.testing.assert_array_equal(item["y_known"].numpy(), known[12:17])
     assert int(item["series"]) == 1 and item["static"].tolist() == [7, 0]
+    # A target cut short (the validation prefix's) cuts y and the truth, never the known inputs of the horizon.
+    short = WindowDataset(values, np.zeros((20, 1)), seq_len=4, label_len=2, pred_len=3, known=known,
+                          starts=starts, series=series, static=static, target_len=1)[2]
+    np.testing.assert_array_equal(short["y"].numpy(), values[12:15])
+    np.testing.assert_array_equal(short["y_known"].numpy(), known[12:17])
+    # The whole lookback as the label (label_len == seq_len) is a window too.
+    whole = WindowDataset(values, np.zeros((20, 1)), seq_len=4, label_len=4, pred_len=2)[0]
+    np.testing.assert_array_equal(whole["y"].numpy(), values[0:6])
     with pytest.raises(ConfigError, match="starts outside"):
         WindowDataset(values, np.zeros((20, 1)), 4, 2, 3, starts=np.array([14]))
     with pytest.raises(ConfigError, match="series position"):

@@ -869,3 +869,11 @@ def test_an_empty_first_row_of_daily_text_with_offsets_is_named():
     frame = pd.DataFrame({"date": [None, *days[1:]], "OT": np.arange(30.0)})
     with pytest.raises(UnparsableDateError, match=r"date column 'date', row 0 .*is empty"):
         prepare_series(frame)
+
+
+def test_the_first_non_finite_cell_is_named_by_its_own_column_and_value():
+    frame = make_frame()
+    frame.loc[0, "a"] = np.nan
+    frame.loc[3, "b"] = np.inf
+    with pytest.raises(NonFiniteValueError, match=r"column 'a', row 0 .*is nan \(2 non-finite values"):
+        prepare_series(frame)

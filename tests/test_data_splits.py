@@ -17,6 +17,7 @@ from forecast.data.splits import (
     RowSplit,
     resolve_split,
     split_borders,
+    split_key,
     window_count,
 )
 from forecast.errors import ConfigError, SeriesTooShortError
@@ -181,3 +182,18 @@ def test_date_borders_outside_the_series_name_its_span(borders, message):
 def test_a_date_split_without_dates_is_a_config_error():
     with pytest.raises(ConfigError, match="timestamps"):
         split_borders(100, 7, 3, ("2021-03-02", "2021-03-22"))
+
+
+def test_a_split_key_writes_midnight_borders_as_dates_and_keeps_other_times():
+    """One form for one split, the form keys held before: YAML's dates, '2023-07-01', not '2023-07-01 00:00:00'."""
+    assert split_key(["2023-07-01", "2023-10-01"]) == ["2023-07-01", "2023-10-01"]
+    assert split_key([datetime.date(2023, 7, 1), "2023-10-01 00:00:00"]) == ["2023-07-01", "2023-10-01"]
+    assert split_key(["2023-07-01 06:00", "2023-10-01"]) == ["2023-07-01 06:00:00", "2023-10-01"]
+
+
+@pytest.mark.parametrize("spec", [(100, 200.5, 300), (100, 100, 200)])
+def test_row_ends_that_are_not_increasing_integers_are_refused(spec):
+    """Three numbers are row ends only if all are integers, and ends must increase: a border repeated left a split
+    of no rows for a later SeriesTooShortError."""
+    with pytest.raises(ConfigError):
+        resolve_split(spec)

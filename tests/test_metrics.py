@@ -308,6 +308,9 @@ def test_accumulators_skip_missing_truths_when_asked() -> None:
     assert summary.per_horizon["mae"][1] == pytest.approx(
         mean_absolute_error(true[:, 1][step], pred[:, 1][step]), rel=1e-12)
     assert summary.n_windows == 40 and summary.n_zero_truth == 0
+    strict = metrics.MetricAccumulator(missing="skip", zeros="raise")  # a missing truth is no zero to refuse
+    strict.update(torch.from_numpy(pred), torch.from_numpy(true))
+    assert strict.summary().overall["mape"] == pytest.approx(summary.overall["mape"], rel=1e-12)
     quantiles = {0.1: pred - 1, 0.5: pred, 0.9: pred + 1}
     probabilistic = metrics.ProbabilisticAccumulator(missing="skip")
     probabilistic.update({level: torch.from_numpy(values) for level, values in quantiles.items()},

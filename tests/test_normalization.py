@@ -100,6 +100,9 @@ def test_the_gaussian_scale_maps_with_the_absolute_slope():
     scale = norm.denormalize_scale(torch.ones(1, 4, 2), stats)
     expected = stats.std / torch.tensor([2.0, 0.5])  # |slope|, so a negative weight keeps scales positive
     torch.testing.assert_close(scale, expected.expand(1, 4, 2), rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # the share of the correction kept moves the mean only: the spread is its own
+        norm.correction_weight.fill_(0.5)
+    torch.testing.assert_close(norm.denormalize_scale(torch.ones(1, 4, 2), stats), scale, rtol=0, atol=0)
 
 
 def test_revin_options_are_checked():
