@@ -150,6 +150,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
                                      "mse_orig", "mae_orig", "epochs", "train_minutes", "device",
                                      "correction_kept", *_PROBABILISTIC])
     frame = results.astype({"seq_len": int, "label_len": int, "pred_len": int, "device": str})
+    _refuse_uneven_seeds(frame)
     table = frame.groupby(_SETTING, sort=True).agg(
         seeds=("seed", "nunique"), windows=("n_test_windows", "min"),
         mse=("mse", "mean"), mse_std=("mse", "std"), mae=("mae", "mean"), mae_std=("mae", "std"),
@@ -166,6 +167,23 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     devices = by_device.reset_index().groupby(_SETTING, sort=True).agg(
         device=("device", ", ".join), train_minutes=("train_seconds", ", ".join))
     return table.join(devices).reset_index()
+
+
+def _refuse_uneven_seeds(frame: pd.DataFrame) -> None:
+    """DataError where a setting's mean over seeds would mislead: a seed recorded twice (it would weigh twice) or
+    seeds scored on different test windows (their mean describes no one set of windows)."""
+    repeated = frame[frame.duplicated([*_SETTING, "seed"], keep=False)]
+    if not repeated.empty:
+        first = repeated.iloc[0]
+        raise DataError(f"{first.dataset} {first.model} {first.seq_len}/{first.label_len}/{first.pred_len} seed "
+                        f"{first.seed}: {len(repeated)} rows of one run (recipe {first.recipe!r}, options "
+                        f"{first.options}). Fix: keep one of them in the results file.")
+    windows = frame.groupby(_SETTING, sort=False)["n_test_windows"].nunique()
+    if (windows > 1).any():
+        setting = dict(zip(_SETTING, windows[windows > 1].index[0], strict=True))
+        raise DataError(f"{setting['dataset']} {setting['model']} {setting['seq_len']}/{setting['label_len']}/"
+                        f"{setting['pred_len']}: its seeds scored different numbers of test windows, so their mean "
+                        "describes no one test set. Fix: score every seed on every test window (re-run the odd one).")
 
 
 def _minutes(value: float) -> str:

@@ -1090,3 +1090,20 @@ def test_exchange_rate_floor_cuts_the_data_modules_windows_and_fits_its_families
     script.main(["--dataset", str(toy_csv(tmp_path)), "--horizons", "6", "--mixes", "0.5", "0.9"])
     printed = capsys.readouterr().out
     assert printed.count("(chosen)") == 2  # centre and ridge: naive and level have one member each
+
+
+def test_a_setting_summarized_over_seeds_counts_each_seed_once_over_one_set_of_windows(tmp_path):
+    """A seed recorded twice weighed twice in the mean (the seed count said one), and seeds scored on different
+    test windows were averaged (the table showed the fewest windows)."""
+    from forecast.errors import DataError
+    from forecast.report import summarize
+
+    for seed, mse in ((0, 0.5), (1, 0.7)):
+        append_row(tmp_path / "toy.csv", row(seed=seed, mse=mse, n_test_windows=10))
+    rows = read_results(tmp_path / "toy.csv")
+    summary = summarize(rows)
+    assert summary["seeds"].tolist() == [2] and summary["mse"].tolist() == [pytest.approx(0.6)]
+    with pytest.raises(DataError, match="toy naive 0/0/0 seed 0: 2 rows of one run.*Fix: keep one"):
+        summarize(pd.concat([rows, rows.iloc[:1].assign(command="y")]))
+    with pytest.raises(DataError, match="different numbers of test windows"):
+        summarize(rows.assign(n_test_windows=[10, 12]))
