@@ -30,7 +30,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,22 @@ def _autocast(precision: str, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
 
 
+@contextmanager
+def _ieee_convolutions(precision: str, device: torch.device) -> Iterator[None]:
+    """fp32 convolutions in IEEE fp32 on CUDA for the duration, as the GEMM rate's products run: cuDNN takes TF32
+    for them by default, which credited LogSparse d512 (37% of its FLOPs in convolutions) with a faster unit's work
+    against the fp32 rate (rows before this were measured so)."""
+    if precision != "fp32" or device.type != "cuda":
+        yield
+        return
+    kept = torch.backends.cudnn.conv.fp32_precision
+    torch.backends.cudnn.conv.fp32_precision = "ieee"
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.conv.fp32_precision = kept
+
+
 class GemmRate:
     """The machine's rate on a square ``size`` x ``size`` matrix product in ``precision``, from samples timed
     through the run: on a shared VM one product's time varies by about +-20% minute to minute (91-136 GFLOP/s
@@ -122,6 +139,12 @@ def measure(name: str, size: str, options: dict[str, Any], precision: str, steps
             pred_len: int = PRED_LEN) -> dict[str, Any]:
     """One row: the step's FLOPs and median time against this precision's GEMM rate (``allocator``: what the
     process runs with, :func:`_common.use_allocator`, for the row)."""
+    with _ieee_convolutions(precision, device):
+        return _measure(name, size, options, precision, steps, gemm_size, batch, device, allocator, pred_len)
+
+
+def _measure(name: str, size: str, options: dict[str, Any], precision: str, steps: int, gemm_size: int,
+             batch: int, device: torch.device, allocator: str, pred_len: int) -> dict[str, Any]:
     torch.manual_seed(0)
     spec = data_spec(pred_len)
     model = build_model(name, spec, **options).train().to(device)

@@ -251,6 +251,18 @@ def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
     assert row["achieved_gflops"] == pytest.approx(row["gflop_per_step"] / row["step_ms"] * 1000)
 
 
+def test_the_roofline_times_cuda_fp32_convolutions_in_ieee_fp32_as_its_gemm_rate_and_restores():
+    """cuDNN's default TF32 convolutions were timed against an IEEE fp32 GEMM rate."""
+    module = _roofline()
+    kept = torch.backends.cudnn.conv.fp32_precision
+    with module._ieee_convolutions("fp32", torch.device("cuda")):
+        assert torch.backends.cudnn.conv.fp32_precision == "ieee"
+    assert torch.backends.cudnn.conv.fp32_precision == kept
+    for precision, device in (("bf16", "cuda"), ("fp32", "cpu")):
+        with module._ieee_convolutions(precision, torch.device(device)):
+            assert torch.backends.cudnn.conv.fp32_precision == kept
+
+
 def test_the_torch_dropout_variant_draws_every_mask_with_f_dropout_and_restores(bench):
     import forecast.layers.attention.probsparse as probsparse
     import forecast.layers.dropout as cheap
