@@ -177,6 +177,21 @@ def test_sparsity_measurement_matches_loops(causal: bool, query_len: int, key_le
     torch.testing.assert_close(sparsity_measurement(q, k, sample, 3**-0.5), expected)
 
 
+def test_a_causal_query_that_may_see_none_of_its_blocks_draws_measures_zero() -> None:
+    """Its max over no score is -inf: M must be 0 there (ranked last for exact attention), not -inf."""
+    for seed in range(500):
+        sample = draw_key_sample(30, 30, 4, causal=True, generator=torch.Generator().manual_seed(seed))
+        indices, valid = sample.per_query()
+        if not bool(valid.any(dim=1).all()):
+            break
+    else:
+        pytest.fail("no seed left a query without a draw it may see")
+    q, k, _ = _qkv(2, 30, 30, 2, 3)
+    measured = sparsity_measurement(q, k, sample, 3**-0.5)
+    assert bool(torch.isfinite(measured).all())
+    torch.testing.assert_close(measured, _reference_sparsity(q, k, indices, valid))
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize(("query_len", "key_len"), [(50, 50), (30, 70), (70, 30)])
 def test_key_sample_is_within_what_each_query_may_see(causal: bool, query_len: int, key_len: int) -> None:
