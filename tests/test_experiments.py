@@ -1126,3 +1126,21 @@ def test_long_horizon_intro_names_the_training_configured_beyond_the_recipe_and_
     text = script.render(cells, ("ETTh1", "ETTm1"), summaries=False)
     assert '; on ETTm1 also {"limit_train_batches": 0.25} (a share of the training windows each epoch' in text
     assert "ETTh1 also" not in text
+
+
+def test_a_published_figure_is_cited_beside_a_row_measured_at_its_very_window():
+    """Input 96 with label 0 and with label 48 are two windows: a figure measured at one was cited at the other."""
+    from forecast.report import _cited
+
+    published = pd.DataFrame([
+        {"dataset": "ETTh1", "features": "M", "model": "informer", "pred_len": 96, "seq_len": 96, "label_len": 0,
+         "mse": 0.9, "mae": 0.7},
+        {"dataset": "ETTh1", "features": "M", "model": "informer", "pred_len": 96, "seq_len": 96, "label_len": 48,
+         "mse": 0.8, "mae": 0.6},
+        {"dataset": "ETTh1", "features": "M", "model": "informer", "pred_len": 96, "seq_len": float("nan"),
+         "label_len": float("nan"), "mse": 0.7, "mae": 0.5},
+    ])
+    assert _cited(published, "ETTh1", "M", "informer", 96, 96, 48, configured=False).mse == 0.8
+    assert _cited(published, "ETTh1", "M", "informer", 96, 96, 0, configured=False).mse == 0.9
+    assert _cited(published, "ETTh1", "M", "informer", 96, 336, 48, configured=False) is None
+    assert _cited(published, "ETTh1", "M", "informer", 96, 336, 48, configured=True).mse == 0.7  # the paper's own
