@@ -186,8 +186,9 @@ class Forecaster:
         max_epochs: training epochs at most (early stopping on validation loss); ``None``
             takes the recipe's.
         seed: seeds Python, numpy and torch during ``fit`` (``lightning.seed_everything``; the
-            caller's random states are restored when it returns) and the training loader's shuffling. Sampled quantile forecasts are drawn as ``evaluate``
-            scores them, from 100 paths with a fixed seed of their own, whatever ``seed`` is.
+            caller's random states are restored when it returns) and the training loader's shuffling.
+            Sampled quantile forecasts are drawn as ``evaluate`` scores them, from 100 paths with a
+            fixed seed of their own, whatever ``seed`` is.
         recipe: the named recipe (:mod:`forecast.recipes`) whose model options and
             training settings the forecaster starts from: ``improved`` (the default:
             reversible instance normalization and the settings chosen on validation
