@@ -287,12 +287,8 @@ def _summary_block(block: _Block, summary: pd.DataFrame) -> list[str]:
             if config.empty:
                 cells.append(MISSING)
             else:
-                setting = config.iloc[0]
-                match = summary[(summary.dataset == block.dataset) & (summary.features == block.features)
-                                & (summary.model == model) & (summary.seq_len == setting.seq_len)
-                                & (summary.label_len == setting.label_len) & (summary.pred_len == horizon)
-                                & (summary.recipe == setting.recipe) & (summary.options == setting.options)
-                                & (summary.training == setting.training)]
+                setting = config.iloc[0]  # the configured run, its data options too: no other row's mean
+                match = summary[(summary[_SETTING] == setting[_SETTING]).all(axis=1)]
                 cells.append(_ours(match.iloc[0] if not match.empty else None))
             if model in paper_label:
                 cells.append(_published_cell(paper))

@@ -1144,3 +1144,22 @@ def test_a_published_figure_is_cited_beside_a_row_measured_at_its_very_window():
     assert _cited(published, "ETTh1", "M", "informer", 96, 96, 0, configured=False).mse == 0.9
     assert _cited(published, "ETTh1", "M", "informer", 96, 336, 48, configured=False) is None
     assert _cited(published, "ETTh1", "M", "informer", 96, 336, 48, configured=True).mse == 0.7  # the paper's own
+
+
+def test_a_summary_cell_shows_the_configured_run_not_another_recipe_or_data_options_row():
+    """Rows of the same model and window under another recipe or with data options (a split) sit in one results
+    file: the cell matched neither the data options (a split's row was shown) nor, had it dropped it, the recipe."""
+    from forecast.report import PUBLISHED_COLUMNS, PUBLISHED_WINDOW, summary_tables
+
+    def result(**changed):
+        return {**row(model="informer", seq_len=96, label_len=48, pred_len=24, recipe="improved", mse=0.9, mae=0.5,
+                      mse_orig=1.0, mae_orig=1.0, n_test_windows=10, epochs=1, train_seconds=60, device="cpu"),
+                **{column: float("nan") for column in OPTIONAL_NUMBERS}, **changed}
+
+    results = pd.DataFrame([result(), result(recipe="paper", mse=0.5), result(data='{"split": [0.6, 0.2, 0.2]}',
+                                                                              mse=0.4)])
+    settings = pd.DataFrame([{"dataset": "toy", "model": "informer", "features": "M", "seq_len": 96, "label_len": 48,
+                              "pred_len": 24, "recipe": "improved", "options": "{}", "training": "{}", "data": "{}",
+                              "config": "toy/informer_M_24.yaml"}])
+    table = summary_tables(results, settings, pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW]))
+    assert "| 24 | 96/48 | 0.900 / 0.500 (1) |" in table
