@@ -359,12 +359,21 @@ def _one_offset_on_their_clock(raw: pd.Series, parsed: pd.Series, *, origin: Ori
     if parsed.dt.tz is None or pd.api.types.infer_dtype(raw, skipna=True) != "string":
         return parsed
     local = pd.DatetimeIndex(parsed).tz_localize(None)  # [T] the wall clock each row was written at
+    on_local = _local_times(local, parsed.index, origin=origin, column=column,
+                            because="every row is at {time} on the clock of its UTC offset")
+    return parsed if on_local is None else on_local
+
+
+def _local_times(local: pd.DatetimeIndex, index: pd.Index, *, origin: Origin, column: Hashable, because: str
+                 ) -> pd.Series | None:
+    """``local``, the wall clock each row was written at, as the dates without a zone when every row is at one
+    time of day (logged: ``because``, its ``{time}`` that time), else ``None``."""
     if not at_one_time_of_day(local):
-        return parsed
-    logger.info("%s: date column %r: every row is at %s on the clock of its UTC offset, so its timestamps are read, "
-                "and forecasts written, as local times without a zone.", origin.label, column,
-                local.dropna()[0].strftime("%H:%M"))  # an empty row (NaT) is reported after
-    return pd.Series(local, index=parsed.index)
+        return None
+    logger.info("%s: date column %r: %s, so its timestamps are read, and forecasts written, as local times without a "
+                "zone.", origin.label, column,
+                because.format(time=local.dropna()[0].strftime("%H:%M")))  # an empty row (NaT) is reported after
+    return pd.Series(local, index=index)
 
 
 def _on_their_clock(raw: pd.Series, instants: pd.Series, *, origin: Origin, column: Hashable) -> pd.Series:
@@ -377,11 +386,11 @@ def _on_their_clock(raw: pd.Series, instants: pd.Series, *, origin: Origin, colu
         minutes = (found[1].astype(int) * 60 + found[2].astype(int)) * found[0].map({"+": 1, "-": -1})
         # [T] the wall-clock time each row was written at
         local = pd.DatetimeIndex(instants).tz_convert(None) + pd.to_timedelta(minutes.to_numpy(), unit="min")
-        if at_one_time_of_day(local):
-            logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving) and every row is at %s "
-                        "local time, so its timestamps are read, and forecasts written, as local times without a "
-                        "zone.", origin.label, column, local[0].strftime("%H:%M"))
-            return pd.Series(local, index=raw.index)
+        on_local = _local_times(local, raw.index, origin=origin, column=column,
+                                because="its UTC offsets vary (e.g. daylight saving) and every row is at {time} "
+                                        "local time")
+        if on_local is not None:
+            return on_local
     logger.info("%s: date column %r: its UTC offsets vary (e.g. daylight saving), so its timestamps are read, and "
                 "forecasts written, in UTC.", origin.label, column)
     return instants
@@ -623,9 +632,10 @@ def index_level_fix(frame: pd.DataFrame, column: Hashable) -> str | None:
 def _python_dates(values: pd.Series | pd.Index) -> bool:
     """Whether ``values`` are Python ``datetime.date`` objects (``df['ts'].dt.date``, ``groupby(...dt.date)``'s
     index), which pandas keeps as objects, not timestamps."""
+    if not pd.api.types.is_object_dtype(values.dtype):  # every numeric column of every table read: no copy
+        return False
     present = values.dropna()
-    return (pd.api.types.is_object_dtype(values.dtype) and len(present) > 0
-            and all(type(value) is datetime.date for value in present))
+    return len(present) > 0 and all(type(value) is datetime.date for value in present)
 
 
 def _periods_as_timestamps(frame: pd.DataFrame, label: str) -> pd.DataFrame:
@@ -851,7 +861,8 @@ def _clock_change_hint(dates: pd.DatetimeIndex, rows: np.ndarray) -> str:
     if not rows.size:
         return ""
     if dates.tz is not None:
-        fixed = dates.map(lambda stamp: stamp.utcoffset()).nunique() == 1  # UTC, or 'UTC+01:00' all year
+        offsets = dates.tz_localize(None) - dates.tz_convert("UTC").tz_localize(None)  # [T] each row's UTC offset
+        fixed = offsets.nunique() == 1  # UTC, or 'UTC+01:00' all year
         if not (fixed and dates[rows].month.isin(_CLOCK_CHANGE_MONTHS).all()
                 and (pd.Series(dates[1:] - dates[:-1]) >= pd.Timedelta(hours=23)).all()):
             return ""
@@ -1128,9 +1139,14 @@ def _fill_non_finite(values: pd.DataFrame, fill_nan: str | None, origin: Origin,
     return filled, ~finite
 
 
-def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
+def _positive_steps(dates: pd.DatetimeIndex) -> pd.Series:
+    """The steps between consecutive timestamps, repeats (no step) left out."""
     steps = pd.Series(dates[1:] - dates[:-1])
-    steps = steps[steps > pd.Timedelta(0)]
+    return steps[steps > pd.Timedelta(0)]
+
+
+def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
+    steps = _positive_steps(dates)
     if steps.empty:
         raise SeriesTooShortError(
             f"{origin.label}: {len(dates)} distinct timestamp(s) are too few to infer the "
@@ -1142,8 +1158,7 @@ def _most_common_step(dates: pd.DatetimeIndex, origin: Origin) -> pd.DateOffset:
 def _refuse_jitter(dates: pd.DatetimeIndex, origin: Origin) -> None:
     """IrregularTimestampError where no fixed step is taken by half the steps or more: jittered timestamps, whose
     most common step is one of many by chance (86289 seconds), would place every forecast off the grid."""
-    steps = pd.Series(dates[1:] - dates[:-1])
-    steps = steps[steps > pd.Timedelta(0)]
+    steps = _positive_steps(dates)
     counts = steps.value_counts()
     if 2 * counts.iloc[0] >= len(steps):
         return
@@ -1307,14 +1322,14 @@ def _resolve_frequency(
             dates.tz is not None and (abs(missed) == pd.Timedelta(hours=1)).all())
         fix = ((_clock_change_hint(dates, off_grid + 1) if by_an_hour else "") or semi_month_hint(dates, freq)
                or " Fix:")
-        own = _inferred_offset(dates.unique()) if fitted else None  # rows of another frequency are not gaps
-        if fitted and not allow_irregular and own is not None and own != offset:
-            raise IrregularTimestampError(
-                f"{origin.label}: the rows step by {own.freqstr!r}, but the model was fitted on rows every "
-                f"{offset.freqstr!r}, and reads new rows the same way. Fix: give rows every {offset.freqstr!r} (the "
-                f"series it was fitted on, or their continuation), or fit a model on these rows."
-            )
         if fitted and not allow_irregular:
+            own = _inferred_offset(dates.unique())  # rows of another frequency are not gaps
+            if own is not None and own != offset:
+                raise IrregularTimestampError(
+                    f"{origin.label}: the rows step by {own.freqstr!r}, but the model was fitted on rows every "
+                    f"{offset.freqstr!r}, and reads new rows the same way. Fix: give rows every {offset.freqstr!r} "
+                    f"(the series it was fitted on, or their continuation), or fit a model on these rows."
+                )
             raise IrregularTimestampError(
                 f"{message} The model was fitted on rows every {offset.freqstr!r}, and reads new rows the same way."
                 f"{fix} put them on that grid (df.set_index(date).asfreq({offset.freqstr!r}), then fill the gaps), or "
