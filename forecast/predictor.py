@@ -473,8 +473,8 @@ def window_batch(datamodule: WindowDataModule, window: int, split: str
     window %= len(dataset)
     zone = datamodule.fitted.prepare_options.get("time_zone")  # None: a zone without a name, read on its clock
     zoned = zone not in (None, NAIVE)
-    x_dates, y_dates = datamodule.window_timestamps(split, utc=zoned)
-    x_index, y_index = pd.DatetimeIndex(x_dates[window]), pd.DatetimeIndex(y_dates[window])
+    x_dates, y_dates = datamodule.window_timestamps(split, utc=zoned, windows=window)  # [1, L], [1, label_len+P]
+    x_index, y_index = pd.DatetimeIndex(x_dates[0]), pd.DatetimeIndex(y_dates[0])
     if zoned:
         x_index, y_index = (index.tz_localize("UTC").tz_convert(zone) for index in (x_index, y_index))
     return {key: value.unsqueeze(0) for key, value in dataset[window].items()}, x_index, y_index

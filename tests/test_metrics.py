@@ -256,6 +256,35 @@ def test_sample_quantiles_of_tensors_are_torch_quantiles_bit_for_bit(n_samples: 
     assert torch.equal(found.nan_to_num(), expected.nan_to_num())
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_path_quantiles_are_torch_quantiles_in_the_paths_dtype(dtype: torch.dtype) -> None:
+    """The models' quantiles share sample_quantiles' sort: torch.quantile's values bit for bit in the paths' own
+    dtype (its ranks and weights computed in that dtype), NaN where a cell holds one."""
+    from forecast.models.base import path_quantiles
+
+    paths = torch.randn(37, 4, 6, 3, generator=torch.Generator().manual_seed(3), dtype=dtype)  # [S, B, P, C]
+    paths[5, 2, 1, 0] = torch.nan
+    levels = (0.1, 0.5, 0.9, 0.33, 0.999)
+    expected = torch.quantile(paths, torch.tensor(levels, dtype=dtype), dim=0)  # [Q, B, P, C]
+    found = path_quantiles(paths, levels)
+    for index, level in enumerate(levels):
+        assert found[level].dtype == dtype and found[level].shape == (4, 6, 3)
+        assert torch.equal(found[level].isnan(), expected[index].isnan()) and found[level][2, 1, 0].isnan()
+        assert torch.equal(found[level].nan_to_num(), expected[index].nan_to_num())
+
+
+def test_path_quantiles_of_half_precision_interpolate_in_float32() -> None:
+    """torch.quantile refuses bfloat16; its paths get float32's quantiles, rounded once to bfloat16."""
+    from forecast.models.base import path_quantiles
+
+    paths = torch.randn(100, 2, 5, 3, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
+    found = path_quantiles(paths, (0.1, 0.9))
+    expected = torch.quantile(paths.float(), torch.tensor([0.1, 0.9]), dim=0).to(torch.bfloat16)
+    assert found[0.1].dtype == torch.bfloat16 and torch.equal(found[0.1], expected[0])
+    assert torch.equal(found[0.9], expected[1])
+
+
 # ------------------------------------------------------------------------------- coverage
 
 

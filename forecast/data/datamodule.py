@@ -255,11 +255,13 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
                      datasets=datasets, split_dates=split_dates, split_instants=split_instants)
 
 
-def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig, utc: bool = False
+def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig, utc: bool = False, windows: Any = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """``(x_dates [N, L], y_dates [N, label_len+P])``: the timestamps of every window of ``split``, on the wall clock
-    (in UTC when ``utc``)."""
+    """``(x_dates [N, L], y_dates [N, label_len+P])``: the timestamps of every window of ``split`` (of those
+    ``windows`` picks, a numpy index, when given), on the wall clock (in UTC when ``utc``)."""
     starts = prepared.datasets[split].starts.numpy()  # [N]
+    if windows is not None:
+        starts = np.atleast_1d(starts[windows])  # [N']
     rows = (prepared.split_instants if utc else prepared.split_dates)[split]  # [T_split]
     x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
     y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
@@ -555,13 +557,14 @@ class WindowDataModule(L.LightningDataModule):
 
     # ---------------------------------------------------------------- timestamps
 
-    def window_timestamps(self, split: str, utc: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``(x_dates [N, L], y_dates [N, label_len+P])`` of every window of a split, in order.
+    def window_timestamps(self, split: str, utc: bool = False, windows: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(x_dates [N, L], y_dates [N, label_len+P])`` of every window of a split, in order, or of the
+        ``windows`` a numpy index picks (an int gives one row).
 
         datetime64 arrays: wall-clock time for time-zone-aware series, which repeats an hour where the clock goes
         back, or with ``utc`` their UTC instants; a panel's windows each in their own series' time.
         """
-        return _window_dates(self._state(), self._split_name(split), self.config, utc)
+        return _window_dates(self._state(), self._split_name(split), self.config, utc, windows)
 
     def forecast_timestamps(self, split: str) -> np.ndarray:
         """datetime64 ``[N, P]``: the timestamps of the P forecast steps of every window."""
