@@ -56,18 +56,14 @@ class _Prepared:
     borders: dict[str, tuple[int, int]] | dict[Hashable, dict[str, tuple[int, int]]]
     fitted: FittedState
     datasets: dict[str, WindowDataset]
-    split_dates: dict[str, np.ndarray]  # [T_split] datetime64 of each split's rows, wall-clock time
-    split_instants: dict[str, np.ndarray]  # [T_split] the same rows in UTC (as split_dates without a time zone)
 
 
-def _wall_clock(dates: pd.DatetimeIndex) -> np.ndarray:
-    """datetime64 ``[T]``: wall-clock time for a time-zone-aware index."""
-    return (dates.tz_localize(None) if dates.tz is not None else dates).to_numpy()
-
-
-def _instants(dates: pd.DatetimeIndex) -> np.ndarray:
-    """datetime64 ``[T]``: UTC for a time-zone-aware index, whose wall clock repeats an hour when it goes back."""
-    return (dates.tz_convert("UTC").tz_localize(None) if dates.tz is not None else dates).to_numpy()
+def _datetimes(dates: pd.DatetimeIndex, utc: bool) -> np.ndarray:
+    """datetime64 ``[T]`` of an index; a time-zone-aware one on its wall clock, which repeats an hour where it
+    goes back, or with ``utc`` as UTC instants."""
+    if dates.tz is None:
+        return dates.to_numpy()
+    return (dates.tz_convert("UTC") if utc else dates).tz_localize(None).to_numpy()
 
 
 def _observed(values: np.ndarray, filled: np.ndarray | None) -> np.ndarray:
@@ -77,14 +73,14 @@ def _observed(values: np.ndarray, filled: np.ndarray | None) -> np.ndarray:
 
 
 def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int]]], fitted: FittedState,
-                  cfg: DataConfig) -> tuple[dict[str, WindowDataset], dict[str, np.ndarray], dict[str, np.ndarray]]:
+                  cfg: DataConfig) -> dict[str, WindowDataset]:
     """Each split's windows over a panel: every series' split rows back to back, each window inside its series."""
     rows = fitted.scale_panel(panel)
     static = np.zeros((max(fitted.n_series, 1), len(fitted.static_sizes)), dtype=np.int64)  # [N_series, S]
     for scaled in rows:
         static[scaled.position] = scaled.static
     marks = [time_features(series.dates, panel.freq, cfg.time_encoding) for series in panel.series]  # [T_i, F] each
-    datasets, split_dates, split_instants = {}, {}, {}
+    datasets = {}
     for name in SPLIT_NAMES:
         spans = [borders[series.id][name] for series in panel.series]
         lengths = np.array([end - start for start, end in spans])
@@ -103,11 +99,7 @@ def _panel_splits(panel: Panel, borders: dict[Hashable, dict[str, tuple[int, int
             truth=np.concatenate([_observed(series.target, series.filled_target)[span]
                                   for series, span in zip(panel.series, pick)])[:, None],  # [T_split, 1]
         )
-        split_dates[name] = np.concatenate([_wall_clock(series.dates[span])
-                                            for series, span in zip(panel.series, pick)])
-        split_instants[name] = np.concatenate([_instants(series.dates[span])
-                                               for series, span in zip(panel.series, pick)])
-    return datasets, split_dates, split_instants
+    return datasets
 
 
 def require_table(data: object) -> None:
@@ -223,12 +215,10 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
     datasets = {name: WindowDataset(scaled[start:end], marks[start:end], cfg.seq_len, cfg.label_len, cfg.pred_len,
                                     truth=truth[start:end])
                 for name, (start, end) in borders.items()}
-    dates, instants = _wall_clock(series.dates), _instants(series.dates)
     logger.info("%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
                 {name: len(ds) for name, ds in datasets.items()})
     return _Prepared(source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                     datasets=datasets, split_dates={name: dates[start:end] for name, (start, end) in borders.items()},
-                     split_instants={name: instants[start:end] for name, (start, end) in borders.items()})
+                     datasets=datasets)
 
 
 def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
@@ -247,12 +237,12 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     windows = (cfg.seq_len, cfg.label_len, cfg.pred_len, cfg.time_encoding)
     fitted = given or FittedState.fit_panel(panel, {series_id: spans["train"] for series_id, spans in borders.items()},
                                             source.label, options, *windows)
-    datasets, split_dates, split_instants = _panel_splits(panel, borders, fitted, cfg)
+    datasets = _panel_splits(panel, borders, fitted, cfg)
     logger.info("%s: %d series, %d rows, freq %s, windows %s.", source.name, len(panel.series),
                 sum(series.n_rows for series in panel.series), panel.freq.freqstr,
                 {name: len(ds) for name, ds in datasets.items()})
     return _Prepared(source=source, series=panel, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                     datasets=datasets, split_dates=split_dates, split_instants=split_instants)
+                     datasets=datasets)
 
 
 def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig, utc: bool = False, windows: Any = None
@@ -262,7 +252,12 @@ def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig, utc: bool = 
     starts = prepared.datasets[split].starts.numpy()  # [N]
     if windows is not None:
         starts = np.atleast_1d(starts[windows])  # [N']
-    rows = (prepared.split_instants if utc else prepared.split_dates)[split]  # [T_split]
+    series = prepared.series
+    if isinstance(series, Panel):  # each series' split rows back to back, as _panel_splits windows them
+        rows = np.concatenate([_datetimes(one.dates[slice(*prepared.borders[one.id][split])], utc)
+                               for one in series.series])  # [T_split]
+    else:
+        rows = _datetimes(series.dates[slice(*prepared.borders[split])], utc)  # [T_split]
     x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
     y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
     return x_dates, y_dates
