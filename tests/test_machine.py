@@ -27,10 +27,16 @@ def test_the_cpu_label_names_the_family_model_and_vector_extension(tmp_path):
     assert cpu_label(tmp_path / "absent") == (platform.processor() or platform.machine())  # no /proc (macOS)
 
 
-def test_results_rows_name_the_cpu_and_its_cores_or_the_gpu_a_trainer_uses(monkeypatch):
+def test_results_rows_name_the_cpu_its_cores_and_threads_or_the_gpu_a_trainer_uses(monkeypatch):
     monkeypatch.setattr(machine, "cpu_label", lambda: "AMD EPYC (family 25 model 1, AVX2)")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert device_description() == f"cpu:AMD EPYC (family 25 model 1, AVX2) x{os.cpu_count()}"
+    threads = torch.get_num_threads()
+    try:
+        for count, named in ((1, "1 thread"), (3, "3 threads")):
+            torch.set_num_threads(count)
+            assert device_description() == f"cpu:AMD EPYC (family 25 model 1, AVX2) x{os.cpu_count()}, {named}"
+    finally:
+        torch.set_num_threads(threads)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: "NVIDIA H200")
 
