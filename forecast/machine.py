@@ -37,13 +37,13 @@ def cpu_label(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 
 def device_description(trainer: Any = None) -> str:
     """The results rows' ``device``: ``cuda:<GPU name>`` where a (Lightning) ``trainer`` trains on CUDA, or
-    without one where CUDA is visible; else ``cpu:<cpu_label> x<cores>, <threads> thread(s)``: the torch threads
+    without one where CUDA is visible; else ``cpu:<cpu_label> x<cores> (<threads> thread(s))``: the torch threads
     the run computed with, as two runs side by side with one thread each take longer than one run with two."""
     if torch.cuda.is_available() and (trainer is None or trainer.accelerator.__class__.__name__
                                       .startswith("CUDA")):
         return f"cuda:{torch.cuda.get_device_name(0)}"
     threads = torch.get_num_threads()
-    return f"cpu:{cpu_label()} x{os.cpu_count()}, {threads} thread{'s' if threads != 1 else ''}"
+    return f"cpu:{cpu_label()} x{os.cpu_count()} ({threads} thread{'s' if threads != 1 else ''})"
 
 
 def cpu_has_bf16() -> bool:

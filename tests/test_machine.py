@@ -34,7 +34,7 @@ def test_results_rows_name_the_cpu_its_cores_and_threads_or_the_gpu_a_trainer_us
     try:
         for count, named in ((1, "1 thread"), (3, "3 threads")):
             torch.set_num_threads(count)
-            assert device_description() == f"cpu:AMD EPYC (family 25 model 1, AVX2) x{os.cpu_count()}, {named}"
+            assert device_description() == f"cpu:AMD EPYC (family 25 model 1, AVX2) x{os.cpu_count()} ({named})"
     finally:
         torch.set_num_threads(threads)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
