@@ -328,7 +328,17 @@ def test_an_unnamed_index_column_is_refused_with_the_fix(tmp_path):
 def test_rows_longer_than_the_header_are_refused(tmp_path):
     path = tmp_path / "long.csv"
     path.write_text("date,a\n2021-01-01 00:00,1,2\n2021-01-01 01:00,1,2\n")
-    with pytest.raises(CsvReadError, match="long.csv.*3 fields but the header has 2"):
+    with pytest.raises(CsvReadError, match="long.csv.*3 fields but the header has 2") as refused:
+        prepare_series(path)
+    assert "comment" not in str(refused.value)
+
+
+def test_a_comment_line_above_the_header_is_named_as_a_comment(tmp_path):
+    """Not "give every column a name": the header the message counts is the comment."""
+    path = tmp_path / "exported.csv"
+    path.write_text("# exported by the logger\ndate,a\n2021-01-01 00:00,1\n2021-01-01 01:00,2\n")
+    with pytest.raises(CsvReadError, match=r"exported.csv.*'# exported by the logger', looks like a comment.*"
+                                           r"comment='#'"):
         prepare_series(path)
 
 

@@ -201,12 +201,20 @@ def _check_header(path: Path, header: list[str], frame: pd.DataFrame) -> None:
             f"or delete the unnamed ones.{hint}"
         )
     if not isinstance(frame.index, pd.RangeIndex):
-        fix = _separator_fix(header, decimal_commas=True) or ("Fix: give every column a name in the header line (or "
-                                                              "remove trailing separators from the rows).")
+        fix = (_comment_fix(header) or _separator_fix(header, decimal_commas=True)
+               or "Fix: give every column a name in the header line (or remove trailing separators from the rows).")
         raise CsvReadError(
             f"{path}: the data rows have {frame.index.nlevels + len(frame.columns)} fields but the header has "
             f"{len(frame.columns)}, so pandas would turn the first field(s) into an index. {fix}"
         )
+
+
+def _comment_fix(header: Sequence[Hashable]) -> str:
+    """For a first line that is a comment (``# exported by ...``), read as the header: the fix, else ``""``."""
+    if not header or not str(header[0]).startswith("#"):
+        return ""
+    return (f"The first line, {','.join(map(str, header))!r}, looks like a comment, not the header. Fix: delete the "
+            "comment lines above the header, e.g. pd.read_csv(path, comment='#').to_csv(new_path, index=False).")
 
 
 def _separator_fix(header: Sequence[Hashable], *, decimal_commas: bool = False) -> str:
