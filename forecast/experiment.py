@@ -134,10 +134,12 @@ class Experiment:
 
     @property
     def training_text(self) -> str:
-        """The training settings of the key: none for a parameter-free model, which trains nothing."""
+        """The training settings of the key; of a parameter-free model, which trains nothing, only the sample
+        paths its test draws."""
+        differences = training_differences(self.training)
         if self.model in PARAMETER_FREE:
-            return "{}"
-        return json.dumps(training_differences(self.training), sort_keys=True)
+            differences = {name: value for name, value in differences.items() if name == "n_samples"}
+        return json.dumps(differences, sort_keys=True)
 
     @property
     def data_text(self) -> str:
@@ -268,6 +270,7 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir:
              run_dir.name, trained.folder.name)
     forecaster = Forecaster.load(trained.folder)
     forecaster.module.load_state_dict(load_checkpoint(trained.best_checkpoint)["state_dict"])
+    forecaster.module.hparams.n_samples = experiment.training.n_samples  # the paths this run's test draws
     datamodule = forecaster.windows_of(experiment.dataset, split=experiment.data_options.get("split"))
     datamodule.setup("fit")
     calibrate_on_validation(forecaster.model, datamodule, experiment.training)

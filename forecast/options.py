@@ -316,5 +316,5 @@ class ForecasterOptions:
         return ForecastModule(
             model, loss=training.loss, learning_rate=training.learning_rate, lr_schedule=training.lr_schedule,
             weight_decay=training.weight_decay,
-            fitted=fitted, quantiles=self.quantiles,
+            fitted=fitted, n_samples=training.n_samples, quantiles=self.quantiles,
         )

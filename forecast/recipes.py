@@ -49,10 +49,12 @@ DEFAULT_RECIPE = "improved"
 # compiling (another summation order, whose rounding a run's later epochs carry on).
 RESULT_SETTINGS = ("max_epochs", "patience", "batch_size", "learning_rate", "lr_schedule", "loss",
                    "weight_decay", "precision", "limit_train_batches", "calibrate_scale", "calibrate_correction",
-                   "correction_significance", "ema_decay", "devices", "num_nodes", "strategy", "compile_model")
-# The RESULT_SETTINGS applied after training (calibrate_on_validation): runs that differ only in them train
-# the same weights, so the experiment runner re-fits these on a finished run instead of training again.
-POST_TRAINING_SETTINGS = ("calibrate_scale", "calibrate_correction", "correction_significance")
+                   "correction_significance", "ema_decay", "devices", "num_nodes", "strategy", "compile_model",
+                   "n_samples")
+# The RESULT_SETTINGS applied after training (calibrate_on_validation, and the sample paths the test scores):
+# runs that differ only in them train the same weights, so the experiment runner re-fits these on a finished run
+# instead of training again.
+POST_TRAINING_SETTINGS = ("calibrate_scale", "calibrate_correction", "correction_significance", "n_samples")
 
 
 @dataclass(frozen=True)

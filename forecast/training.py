@@ -46,7 +46,7 @@ import forecast
 from forecast.checks import require_bool, require_choice, require_int, require_real
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.machine import cpu_has_bf16
-from forecast.models.base import ForecastModel
+from forecast.models.base import SAMPLE_PATHS, ForecastModel
 from forecast.module import LOSSES, LR_SCHEDULES
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,10 @@ class TrainingConfig:
         ema_decay: keep an exponential moving average of the weights, updated after every optimizer
             step (Lightning's ``EMAWeightAveraging``): validation, early stopping, the best checkpoint
             and the weights kept are the average's. None: no averaging.
+        n_samples: the sample paths per window behind a probabilistic model's quantiles (``predict``'s
+            columns, and the test's rho-risks and interval coverages); more paths give steadier quantiles at
+            that many times the sampling cost. Applied after training: it changes what a run scores, not
+            what it learns.
         extra_trainer_options: other ``lightning.Trainer`` arguments, passed on as given.
     """
 
@@ -128,11 +132,12 @@ class TrainingConfig:
     calibrate_correction: bool = False
     correction_significance: float | None = None
     ema_decay: float | None = None
+    n_samples: int = SAMPLE_PATHS
     extra_trainer_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, minimum in (("max_epochs", 0), ("patience", 1), ("batch_size", 1), ("seed", 0),
-                              ("num_workers", 0), ("num_nodes", 1)):
+                              ("num_workers", 0), ("num_nodes", 1), ("n_samples", 1)):
             require_int(name, getattr(self, name), minimum)
         require_real("learning_rate", self.learning_rate, low=0, low_open=True)
         require_real("weight_decay", self.weight_decay, low=0)

@@ -1090,6 +1090,29 @@ def test_quantiles_asked_of_a_seasonal_naive_the_data_makes_point_only_are_refus
     assert not one_season.is_fitted
 
 
+def test_n_samples_sets_the_paths_predict_and_evaluate_draw_and_is_saved(frame, tmp_path):
+    """n_samples was fixed at 100: no Forecaster, config or CLI option reached the module's."""
+    seasonal = dict(WINDOW, features="S", season_length=24, quantiles=(0.1, 0.9))
+    fc = Forecaster("seasonal_naive", **seasonal, n_samples=7).fit(frame)
+    assert fc.predictor.module.hparams.n_samples == 7
+    module = fc.predictor.module
+    batch = fc.datamodule.future_batch().batch
+    x, x_mark, y_mark = (batch[key].to(module.device) for key in ("x", "x_mark", "y_mark"))
+    drawn = module.model.quantiles(x, x_mark, y_mark, (0.1, 0.9), 7, torch.Generator().manual_seed(SAMPLE_SEED))
+    scaler = fc.datamodule.fitted.scaler
+    future = fc.predict()
+    np.testing.assert_allclose(future["OT_q0.9"], drawn[0.9][0, :, 0].double().numpy() * scaler.scale_[-1]
+                               + scaler.mean_[-1], rtol=1e-6)
+    report = fc.evaluate()
+    assert not report.equals(Forecaster("seasonal_naive", **seasonal).fit(frame).evaluate())
+    loaded = Forecaster.load(fc.save(tmp_path / "seven"))
+    assert loaded.predictor.module.hparams.n_samples == 7
+    pd.testing.assert_frame_equal(loaded.predict(frame), future)
+    pd.testing.assert_frame_equal(loaded.evaluate(frame), report)
+    with pytest.raises(ConfigError, match="n_samples"):
+        Forecaster("seasonal_naive", **seasonal, n_samples=0)
+
+
 def test_predict_draws_sampled_quantiles_as_evaluate_does(frame):
     """Seeded by the same rule as evaluate(), not by the training seed, from as many paths."""
     seasonal = dict(WINDOW, features="S", season_length=24, quantiles=(0.1, 0.9))

@@ -227,6 +227,20 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert np.isfinite(values).all() and 0 <= values[-1] <= 1
 
 
+def test_the_sample_paths_are_in_the_key_of_a_parameter_free_model_too():
+    """seasonal_naive's rho-risks come from its sample paths: a run with 400 of them is not the one with 100."""
+    from forecast.experiment import Experiment
+    from forecast.training import TrainingConfig
+
+    window = dict(dataset="ETTh1", seq_len=48, label_len=24, pred_len=24)
+    default = Experiment(model="seasonal_naive", **window)
+    more = Experiment(model="seasonal_naive", training=TrainingConfig(n_samples=400), **window)
+    assert default.key()["training"] == "{}" and json.loads(more.key()["training"]) == {"n_samples": 400}
+    assert default.run_name() != more.run_name()
+    trained_alike = Experiment(model="seasonal_naive", training=TrainingConfig(max_epochs=3), **window)
+    assert trained_alike.key() == default.key()  # it trains nothing: its training settings name nothing
+
+
 def test_a_run_differing_only_after_training_refits_a_finished_one_and_scores_as_training_it_would(tmp_path):
     from forecast import Forecaster
     from forecast.cli import main
@@ -265,6 +279,40 @@ def test_a_run_differing_only_after_training_refits_a_finished_one_and_scores_as
     for column in columns:  # from the weights as training left them, not the first run's scaled ones
         assert refitted[column] == pytest.approx(fresh[column], rel=1e-9, abs=1e-12)
     assert first["coverage_0.8"] != refitted["coverage_0.8"]
+
+
+def test_a_run_differing_only_in_its_sample_paths_is_rescored_with_them(tmp_path):
+    """n_samples is applied after training: the finished run's weights, re-scored from 7 paths as a run trained
+    with n_samples=7 scores, and saved so that a load draws 7."""
+    from forecast import Forecaster
+    from forecast.cli import main
+    from forecast.experiment import row_key, run_name
+
+    csv = toy_csv(tmp_path)
+    config = tmp_path / "sampled.yaml"
+    config.write_text(yaml.safe_dump({  # autoregressive decoding: its quantiles come from sample paths
+        "model": {"name": "logsparse", "head": "gaussian", "decoding": "autoregressive", "linear_skip": False,
+                  "d_model": 16, "n_heads": 2, "d_ff": 16, "n_layers": 1},
+        "data": {"dataset": str(csv), "features": "S", "seq_len": 24, "label_len": 12, "pred_len": 4,
+                 "batch_size": 16},
+        "trainer": {"max_epochs": 1, "limit_train_batches": 2}}))
+
+    def sweep(folder: str, *extra: str) -> list[dict]:
+        assert main(["sweep", "--config", str(config), "--results_dir", str(tmp_path / folder / "results"),
+                     "--runs_dir", str(tmp_path / folder / "runs"), *extra]) == 0
+        return read_results(tmp_path / folder / "results" / "toy.csv").to_dict("records")
+
+    (first,) = sweep("here")
+    seven = ["--set", "trainer.n_samples=7"]
+    resampled = sweep("here", *seven)[-1]
+    assert json.loads(resampled["training"]) == {**json.loads(first["training"]), "n_samples": 7}
+    resampled_run = tmp_path / "here" / "runs" / run_name(row_key(resampled))
+    assert not (resampled_run / "checkpoints").exists()  # nothing trained a second time
+    assert Forecaster.load(resampled_run).predictor.module.hparams.n_samples == 7
+    (fresh,) = sweep("elsewhere", *seven)  # the same run, trained
+    for column in ("mse", "rho_risk_0.5", "rho_risk_0.9", "coverage_0.8"):
+        assert resampled[column] == pytest.approx(fresh[column], rel=1e-9, abs=1e-12)
+    assert resampled["rho_risk_0.9"] != first["rho_risk_0.9"]  # 7 paths, not 100
 
 
 # ------------------------------------------------------------- configs and report
