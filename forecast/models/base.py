@@ -130,6 +130,7 @@ def model_inputs(spec: DataSpec, batch: Mapping[str, Tensor]) -> tuple[Tensor, T
 SAMPLE_PATHS = 100
 SAMPLE_SEED = 0
 
+
 def check_batch(spec: DataSpec, model: str, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None,
                 y_mark_steps: int | None = None) -> None:
     """DataError unless a batch has the shapes of ``spec``: ``x [B, L, C_in]``, ``x_mark [B, L, F]``,
@@ -162,10 +163,10 @@ def check_batch(spec: DataSpec, model: str, x: Tensor, x_mark: Tensor, y_mark: T
 
 def sorted_quantiles(samples: Tensor, levels: Sequence[float]) -> Tensor:
     """Quantiles over the sample axis: ``samples [S, ...] -> [R, ...]`` in their dtype, R = ``len(levels)``
-    (checked already). In float32 and float64 ``torch.quantile``'s values bit for bit, NaN in a cell that holds one, from one sort: on
-    the CPU numpy's, which computes no indices and takes a sixth to a twelfth of ``torch.quantile``'s time (46
-    against 7 ms for 100 samples of a batch of 32 windows, 24 steps and 7 variables; 4.5 against 0.38 s at 720
-    steps)."""
+    (checked already). In float32 and float64 ``torch.quantile``'s values bit for bit, NaN in a cell that holds
+    one, from one sort: on the CPU numpy's, which computes no indices and takes a sixth to a twelfth of
+    ``torch.quantile``'s time (46 against 7 ms for 100 samples of a batch of 32 windows, 24 steps and 7
+    variables; 4.5 against 0.38 s at 720 steps)."""
     n_samples = samples.shape[0]
     # Half precision interpolates in float32, as torch.quantile refuses it (its ranks would be rounded).
     exact = samples.dtype in (torch.float32, torch.float64)
