@@ -54,7 +54,9 @@ def require_int(name: str, value: object, minimum: int | None = None, *, optiona
 def require_bool(name: str, value: object) -> bool:
     """``value`` if it is ``True`` or ``False`` (not 0/1, not ``'yes'``)."""
     if not isinstance(value, bool):
-        raise _fail(name, "True or False", value)
+        # YAML 1.2, which configs are read as, reads yes/no/on/off as text, where YAML 1.1 read them as booleans.
+        text = isinstance(value, str) and value.lower() in ("yes", "no", "on", "off", "y", "n", "true", "false")
+        raise _fail(name, "True or False", value, "in YAML: true or false, unquoted" if text else "")
     return value
 
 

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from forecast.checks import did_you_mean
 from forecast.errors import ConfigError
 
 __all__ = ["DEFAULT_RECIPE", "NEUTRAL_TRAINER_ARGUMENTS", "POST_TRAINING_SETTINGS", "RECIPES", "Recipe",
@@ -116,7 +117,7 @@ def get_recipe(name: object) -> Recipe:
     """The recipe called ``name``; ConfigError listing the recipes otherwise."""
     if not isinstance(name, str) or name not in RECIPES:
         raise ConfigError(f"unknown recipe {name!r}; choose one of {sorted(RECIPES)} ('paper': the papers' "
-                          f"settings, 'improved': the default)")
+                          f"settings, 'improved': the default).{did_you_mean(name, RECIPES)}")
     return RECIPES[name]
 
 

@@ -270,6 +270,9 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
                               f"run in {_display_path(spec.runs_dir)}/<run name> (a folder per seed), where `forecast "
                               "fit`, `test` and `predict` with the config find it without run_dir. Fix: remove "
                               "run_dir from the config (or --set), or train that one run there with `forecast fit`.")
+        # Every value checked as the run would check it (the window, the features, the quantile levels), so that
+        # a bad config fails the plan, not the sweep after the runs before it trained; a seed changes none of it.
+        base.forecaster()
         for seed in spec.seeds or (base.seed,):
             config = base.with_seed(seed)
             experiment = config.experiment()

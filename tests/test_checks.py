@@ -57,8 +57,12 @@ def test_require_int_minimum_optional_and_hint():
 
 def test_require_bool_accepts_only_true_and_false():
     assert require_bool("flag", True) is True and require_bool("flag", False) is False
-    for value in (0, 1, "yes", "True", None, np.bool_(True)):
+    for value in (0, 1, "maybe", None, np.bool_(True)):
         with pytest.raises(ConfigError, match=re.escape(f"flag must be True or False, got flag={value!r}")):
+            require_bool("flag", value)
+    for value in ("yes", "True", "off"):  # YAML 1.1's booleans, text in YAML 1.2
+        with pytest.raises(ConfigError, match=re.escape(f"flag must be True or False (in YAML: true or false, "
+                                                        f"unquoted), got flag={value!r}")):
             require_bool("flag", value)
 
 

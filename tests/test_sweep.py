@@ -249,6 +249,14 @@ def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_pat
     bad.write_text(yaml.safe_dump({"model": {"name": "transformer", "factr": 2}, "data": {"dataset": "toy.csv"}}))
     with pytest.raises(ConfigError, match="factr"):
         plan_sweep(sweep_dirs)  # every config is checked before anything runs
+    bad.unlink()
+    # ... every value a run checks, not only the names: these passed the plan (and --dry_run) and failed the sweep
+    # after the runs before them trained
+    for data, named in (({"seq_len": 0}, "seq_len"), ({"features": "X"}, "features"), ({}, "quantiles")):
+        bad.write_text(yaml.safe_dump({"model": {"name": "transformer"}, "data": {"dataset": "toy.csv", **data},
+                                       **({"quantiles": [2.0]} if named == "quantiles" else {})}))
+        with pytest.raises(ConfigError, match=rf"transformer_M_4.yaml: .*{named}"):
+            plan_sweep(sweep_dirs)
 
 
 def test_filters_beside_config_files_are_refused_rather_than_ignored(sweep_dirs, capsys):

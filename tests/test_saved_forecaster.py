@@ -1,0 +1,115 @@
+"""A saved forecaster: what its config.json holds, and what loading and resuming it refuse (forecast/predictor.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecast import Forecaster
+from forecast.data.splits import FractionSplit
+from forecast.errors import ConfigError
+from forecast.predictor import _last_rows, jsonable
+
+WINDOW = dict(seq_len=32, label_len=16, pred_len=8)
+
+
+def make_frame(rows: int = 240, freq: str = "h") -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    t = np.arange(rows)
+    return pd.DataFrame({"date": pd.date_range("2021-01-01", periods=rows, freq=freq),
+                         "a": np.sin(2 * np.pi * t / 24) + 0.05 * rng.standard_normal(rows),
+                         "OT": 10 + np.cos(2 * np.pi * t / 12) + 0.05 * rng.standard_normal(rows)})
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return make_frame()
+
+
+@pytest.fixture(scope="module")
+def naive(frame) -> Forecaster:
+    return Forecaster("naive", **WINDOW).fit(frame)
+
+
+def edit_config(directory, edit) -> None:
+    path = directory / "config.json"
+    config = json.loads(path.read_text())
+    edit(config)
+    path.write_text(json.dumps(config))
+
+
+# ------------------------------------------------------------------ JSON form
+
+def test_a_mapping_with_keys_json_would_turn_into_text_is_refused():
+    with pytest.raises(ConfigError, match=r"option x=.*only string keys can be saved"):
+        jsonable({1: 2.0}, "x")
+
+
+def test_a_split_given_as_an_object_is_saved_and_reused_by_a_loaded_forecaster(frame, tmp_path):
+    fc = Forecaster("naive", **WINDOW).fit(frame, split=FractionSplit(0.6, 0.2, 0.2))
+    loaded = Forecaster.load(fc.save(tmp_path / "model"))
+    pd.testing.assert_frame_equal(loaded.evaluate(frame), fc.evaluate(frame))
+
+
+# ------------------------------------------------------------------ load checks
+
+def test_a_config_naming_other_files_is_refused(naive, tmp_path):
+    directory = naive.save(tmp_path / "model")
+    edit_config(directory, lambda config: config["files"].update({"notes.txt": "0" * 64}))
+    with pytest.raises(ConfigError, match=r"files .* is not the sha256 of scaler.json and model.pt"):
+        Forecaster.load(directory)
+
+
+def test_a_config_whose_keys_were_reordered_still_loads(naive, frame, tmp_path):
+    directory = naive.save(tmp_path / "model")
+    path = directory / "config.json"
+    path.write_text(json.dumps(json.loads(path.read_text()), sort_keys=True, indent=1))  # e.g. jq -S
+    pd.testing.assert_frame_equal(Forecaster.load(directory).predict(frame), naive.predict(frame))
+
+
+def test_a_run_saved_before_the_digest_is_still_checked_for_its_windows(naive, frame, tmp_path):
+    directory = naive.save(tmp_path / "model")
+    edit_config(directory, lambda config: (config.pop("digest"), config["data"].pop("time_encoding", None)))
+    assert len(Forecaster.load(directory).predict(frame)) == WINDOW["pred_len"]  # an older run: no time_encoding
+    edit_config(directory, lambda config: config["data"].update(label_len=8))
+    with pytest.raises(ConfigError, match=r"data.label_len 8, fitted.spec.label_len 16"):
+        Forecaster.load(directory)
+
+
+def test_an_edited_recipe_is_refused_on_load(naive, tmp_path):
+    directory = naive.save(tmp_path / "model")
+    assert json.loads((directory / "config.json").read_text())["recipe"] == "improved"
+    edit_config(directory, lambda config: config.update(recipe="paper"))
+    with pytest.raises(ConfigError, match=r"its model, recipe, model_options, data are not those"):
+        Forecaster.load(directory)
+
+
+# ------------------------------------------------------------------ resume
+
+def test_resuming_on_the_same_values_at_another_frequency_is_refused(frame, tmp_path):
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, max_epochs=1)
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir)
+    daily = frame.assign(date=pd.date_range("2021-01-01", periods=len(frame), freq="D"))
+    with pytest.raises(ConfigError, match="fitted on other data"):
+        Forecaster("dlinear", **options).fit(daily, run_dir=run_dir)
+
+
+# ------------------------------------------------------------------ windows and history
+
+def test_negative_windows_count_from_the_end_and_no_further(naive):
+    n = len(naive.predictor.datamodule.dataset("test"))
+    assert naive.plot(window=-n) is not None  # the first window, counted from the end
+    with pytest.raises(ConfigError, match=rf"window={-n - 1} is out of range"):
+        naive.plot(window=-n - 1)
+    with pytest.raises(ConfigError, match=rf"window={n} is out of range"):
+        naive.plot(window=n)
+
+
+def test_no_history_rows_is_none_of_them():
+    assert list(range(10))[_last_rows(10, 0)] == []
+    assert list(range(10))[_last_rows(10, 3)] == [7, 8, 9]
+    assert list(range(3))[_last_rows(3, 10)] == [0, 1, 2]
