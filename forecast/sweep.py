@@ -270,6 +270,8 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
                               f"run in {_display_path(spec.runs_dir)}/<run name> (a folder per seed), where `forecast "
                               "fit`, `test` and `predict` with the config find it without run_dir. Fix: remove "
                               "run_dir from the config (or --set), or train that one run there with `forecast fit`.")
+        if not spec.configs:  # chosen from configs_dir by their names, which must say what the files hold
+            _require_named_as_it_holds(path)
         # Every value checked as the run would check it (the window, the features, the quantile levels), so that
         # a bad config fails the plan, not the sweep after the runs before it trained; a seed changes none of it.
         base.forecaster()
@@ -291,6 +293,22 @@ def plan_sweep(spec: SweepSpec) -> list[PlannedRun]:
                           f"{list(spec.datasets)}, models={list(spec.models)}, features={list(spec.features)}, "
                           f"horizons={list(spec.horizons)}.")
     return _shard_of(runs, spec.shard)
+
+
+def _require_named_as_it_holds(path: Path) -> None:
+    """ConfigError unless a config named ``<model>_<features>_<pred_len>.yaml`` holds that feature mode and horizon
+    (before any ``--set``): the filters select files by name, so ``naive_S_24.yaml`` holding ``features: M``
+    would run ``M`` for ``--features S``."""
+    name = CONFIG_NAME.match(path.stem)
+    if name is None:
+        return
+    data = load_config(path).data
+    named = {"features": name["features"], "pred_len": int(name["pred_len"])}
+    held = {key: data[key] for key in named}
+    if held != named:
+        fixed = f"{name['model']}_{held['features']}_{held['pred_len']}.yaml"
+        raise ConfigError(f"{path}: its name says {named} and it holds {held}, while the sweep's filters (--features, "
+                          f"--horizons) select configs by name. Fix: rename it {fixed}, or correct its data section.")
 
 
 def _shard_of(runs: list[PlannedRun], shard: tuple[int, int] | None) -> list[PlannedRun]:

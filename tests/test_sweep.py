@@ -252,8 +252,9 @@ def test_sweep_selects_configs_by_filters_and_validates_them(sweep_dirs, tmp_pat
     bad.unlink()
     # ... every value a run checks, not only the names: these passed the plan (and --dry_run) and failed the sweep
     # after the runs before them trained
-    for data, named in (({"seq_len": 0}, "seq_len"), ({"features": "X"}, "features"), ({}, "quantiles")):
-        bad.write_text(yaml.safe_dump({"model": {"name": "transformer"}, "data": {"dataset": "toy.csv", **data},
+    for data, named in (({"seq_len": 0}, "seq_len"), ({"label_len": 99}, "label_len"), ({}, "quantiles")):
+        bad.write_text(yaml.safe_dump({"model": {"name": "transformer"},
+                                       "data": {"dataset": "toy.csv", "pred_len": 4, "seq_len": 16, **data},
                                        **({"quantiles": [2.0]} if named == "quantiles" else {})}))
         with pytest.raises(ConfigError, match=rf"transformer_M_4.yaml: .*{named}"):
             plan_sweep(sweep_dirs)

@@ -142,6 +142,24 @@ def test_files_not_named_like_a_benchmark_config_are_not_run(toy):
     assert [run.config_path.name for run in plan_sweep(spec)] == ["naive_M_4.yaml"]
 
 
+def test_a_config_whose_name_says_other_features_or_horizon_than_it_holds_is_refused(toy):
+    """The filters select by name: naive_S_4.yaml holding features M ran M for --features S."""
+    csv, spec = toy
+    folder = spec.configs_dir / "toy"
+    (folder / "naive_S_4.yaml").write_text((folder / "naive_M_4.yaml").read_text())
+    with pytest.raises(ConfigError, match=r"naive_S_4.yaml: its name says \{'features': 'S', 'pred_len': 4\} and it "
+                                          r"holds \{'features': 'M', 'pred_len': 4\}.*Fix: rename it naive_M_4.yaml"):
+        plan_sweep(spec.updated(features=["S"]))
+    (folder / "naive_S_4.yaml").unlink()
+    (folder / "naive_M_8.yaml").write_text((folder / "naive_M_4.yaml").read_text())
+    with pytest.raises(ConfigError, match=r"naive_M_8.yaml: .*Fix: rename it naive_M_4.yaml"):
+        plan_sweep(spec)
+    (folder / "naive_M_8.yaml").unlink()
+    # --set may change what the file holds: the name is checked against the file
+    (run,) = plan_sweep(spec.updated(overrides=[("data.pred_len", 6)]))
+    assert run.experiment.pred_len == 6
+
+
 def test_the_features_filter_selects(toy):
     csv, spec = toy
     write_config(spec.configs_dir / "toy", {"name": "naive"}, csv, features="S")
