@@ -349,6 +349,7 @@ class ForecastModule(L.LightningModule):
             out["window"] = torch.tensor(served, dtype=torch.long)
             datamodule = self._trainer.datamodule if self._trainer else None
             if isinstance(datamodule, WindowDataModule):
-                out["timestamps"] = datamodule.forecast_timestamps(datamodule.config.predict_split)[served]  # [B, P]
+                out["timestamps"] = datamodule.forecast_timestamps(datamodule.config.predict_split,
+                                                                   windows=served)  # [B, P]
         self._predict_offset += pred.shape[0]
         return out

@@ -383,9 +383,10 @@ def test_window_and_forecast_timestamps_follow_each_window():
     assert forecast[0, 0] == dates[test_start + 12]  # the first row the test split owns
     np.testing.assert_array_equal(dm.forecast_timestamps("predict"), forecast)
     every = dm.window_timestamps("test")
-    for picked in (count // 2, -1, [count - 1, 0], slice(1, 3)):
+    for picked in (count // 2, -1, [count - 1, 0], slice(1, 3)):  # a predict batch's windows, a plot's one
         for some, whole in zip(dm.window_timestamps("test", windows=picked), every):
             np.testing.assert_array_equal(some, np.atleast_2d(whole[picked]))
+        np.testing.assert_array_equal(dm.forecast_timestamps("test", windows=picked), np.atleast_2d(forecast[picked]))
 
 
 def test_time_zone_aware_series_give_wall_clock_timestamps():

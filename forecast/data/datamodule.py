@@ -56,6 +56,8 @@ class _Prepared:
     borders: dict[str, tuple[int, int]] | dict[Hashable, dict[str, tuple[int, int]]]
     fitted: FittedState
     datasets: dict[str, WindowDataset]
+    split_dates: dict[str, np.ndarray]  # [T_split] datetime64 of each split's rows, wall-clock time
+    split_instants: dict[str, np.ndarray]  # [T_split] the same rows in UTC: the same arrays without a time zone
 
 
 def _datetimes(dates: pd.DatetimeIndex, utc: bool) -> np.ndarray:
@@ -64,6 +66,16 @@ def _datetimes(dates: pd.DatetimeIndex, utc: bool) -> np.ndarray:
     if dates.tz is None:
         return dates.to_numpy()
     return (dates.tz_convert("UTC") if utc else dates).tz_localize(None).to_numpy()
+
+
+def _split_datetimes(pieces: dict[str, list[pd.DatetimeIndex]]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``(split_dates, split_instants)`` of each split's rows, given as pieces (a panel's series) put back to back:
+    computed once, as the timestamps of a few windows are asked for at every predict batch."""
+    dates = {name: np.concatenate([_datetimes(piece, utc=False) for piece in split]) for name, split in pieces.items()}
+    if all(piece.tz is None for split in pieces.values() for piece in split):
+        return dates, dates
+    return dates, {name: np.concatenate([_datetimes(piece, utc=True) for piece in split])
+                   for name, split in pieces.items()}
 
 
 def _observed(values: np.ndarray, filled: np.ndarray | None) -> np.ndarray:
@@ -217,8 +229,9 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
                 for name, (start, end) in borders.items()}
     logger.info("%s: %d rows, freq %s, windows %s.", source.name, series.n_rows, series.freq.freqstr,
                 {name: len(ds) for name, ds in datasets.items()})
+    dates, instants = _split_datetimes({name: [series.dates[start:end]] for name, (start, end) in borders.items()})
     return _Prepared(source=source, series=series, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                     datasets=datasets)
+                     datasets=datasets, split_dates=dates, split_instants=instants)
 
 
 def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) -> _Prepared:
@@ -241,26 +254,22 @@ def _prepare_panel(source: _Source, cfg: DataConfig, given: FittedState | None) 
     logger.info("%s: %d series, %d rows, freq %s, windows %s.", source.name, len(panel.series),
                 sum(series.n_rows for series in panel.series), panel.freq.freqstr,
                 {name: len(ds) for name, ds in datasets.items()})
+    # each series' split rows back to back, as _panel_splits windows them
+    dates, instants = _split_datetimes({name: [one.dates[slice(*borders[one.id][name])] for one in panel.series]
+                                        for name in SPLIT_NAMES})
     return _Prepared(source=source, series=panel, split_protocol=split_protocol, borders=borders, fitted=fitted,
-                     datasets=datasets)
+                     datasets=datasets, split_dates=dates, split_instants=instants)
 
 
-def _window_dates(prepared: _Prepared, split: str, cfg: DataConfig, utc: bool = False, windows: Any = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """``(x_dates [N, L], y_dates [N, label_len+P])``: the timestamps of every window of ``split`` (of those
+def _window_dates(prepared: _Prepared, split: str, first: int, length: int, utc: bool = False, windows: Any = None
+                  ) -> np.ndarray:
+    """``[N, length]``: the timestamps of ``length`` rows from the ``first`` of each window of ``split`` (of those
     ``windows`` picks, a numpy index, when given), on the wall clock (in UTC when ``utc``)."""
     starts = prepared.datasets[split].starts.numpy()  # [N]
     if windows is not None:
         starts = np.atleast_1d(starts[windows])  # [N']
-    series = prepared.series
-    if isinstance(series, Panel):  # each series' split rows back to back, as _panel_splits windows them
-        rows = np.concatenate([_datetimes(one.dates[slice(*prepared.borders[one.id][split])], utc)
-                               for one in series.series])  # [T_split]
-    else:
-        rows = _datetimes(series.dates[slice(*prepared.borders[split])], utc)  # [T_split]
-    x_dates = sliding_window_view(rows, cfg.seq_len)[starts]  # [N, L]
-    y_dates = sliding_window_view(rows[cfg.seq_len - cfg.label_len :], cfg.label_len + cfg.pred_len)[starts]
-    return x_dates, y_dates
+    rows = (prepared.split_instants if utc else prepared.split_dates)[split]  # [T_split]
+    return sliding_window_view(rows[first:], length)[starts]  # [N, length]
 
 
 def _val_prefix_windows(prepared: _Prepared, cfg: DataConfig) -> WindowDataset | None:
@@ -559,11 +568,15 @@ class WindowDataModule(L.LightningDataModule):
         datetime64 arrays: wall-clock time for time-zone-aware series, which repeats an hour where the clock goes
         back, or with ``utc`` their UTC instants; a panel's windows each in their own series' time.
         """
-        return _window_dates(self._state(), self._split_name(split), self.config, utc, windows)
+        state, name, cfg = self._state(), self._split_name(split), self.config
+        return (_window_dates(state, name, 0, cfg.seq_len, utc, windows),
+                _window_dates(state, name, cfg.seq_len - cfg.label_len, cfg.label_len + cfg.pred_len, utc, windows))
 
-    def forecast_timestamps(self, split: str) -> np.ndarray:
-        """datetime64 ``[N, P]``: the timestamps of the P forecast steps of every window."""
-        return self.window_timestamps(split)[1][:, self.config.label_len :]
+    def forecast_timestamps(self, split: str, windows: Any = None) -> np.ndarray:
+        """datetime64 ``[N, P]``: the timestamps of the P forecast steps of every window (of those ``windows``
+        picks, a numpy index, when given)."""
+        cfg = self.config
+        return _window_dates(self._state(), self._split_name(split), cfg.seq_len, cfg.pred_len, windows=windows)
 
     # -------------------------------------------------------------------- future
 
@@ -633,7 +646,7 @@ def describe_splits(dm: WindowDataModule) -> str:
     rows = []
     for name in SPLIT_NAMES:
         start, end = dm.borders[name]
-        forecast = dm.forecast_timestamps(name)
+        forecast = dm.forecast_timestamps(name, windows=0)  # [1, P]
         rows.append({
             "split": name,
             "rows": f"{start}-{end - 1}",
