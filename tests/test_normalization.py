@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unittest.mock
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -179,6 +181,10 @@ def test_the_persistence_statistic_matches_its_definition_and_tells_a_walk_from_
     # the sums themselves, before clipping hides a weight past 1 (the mean over P: both divided by pred_len)
     np.testing.assert_allclose(persistence_sums(values, seq_len, pred_len), (numerator / pred_len,
                                                                            denominator / pred_len))
+    # ... in chunks of windows, as a wide table's are summed (a chunk of 7 windows here, the last one short)
+    with unittest.mock.patch("forecast.data.scaling._CHUNK_ELEMENTS", 14):
+        np.testing.assert_allclose(persistence_sums(values, seq_len, pred_len), (numerator / pred_len,
+                                                                               denominator / pred_len))
     walk = rng.standard_normal((5000, 1)).cumsum(0)
     noise = 3.0 + rng.standard_normal((5000, 1))
     assert persistence(walk, 96, 24)[0] > 0.9 and persistence(noise, 96, 24)[0] < 0.05
