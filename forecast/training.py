@@ -691,8 +691,7 @@ def log_interval(train_batches: int, processes: int = 1, limit_train_batches: fl
 RESUME_FIX = "delete it and resume from another checkpoint, or train from scratch (resume=False)"
 # numpy scalars and arrays are data too: a callback's state (np.mean of its losses) holds them, and Lightning saves
 # it in every checkpoint, which weights_only=True refused on resume.
-_NUMPY_CORE = getattr(np, "_core", None) or np.core
-NUMPY_DATA = (_NUMPY_CORE.multiarray.scalar, _NUMPY_CORE.multiarray._reconstruct, np.ndarray, np.dtype,
+NUMPY_DATA = (np._core.multiarray.scalar, np._core.multiarray._reconstruct, np.ndarray, np.dtype,
               *(getattr(np.dtypes, name) for name in dir(np.dtypes)  # numbers, booleans, text, dates: not objects
                 if name.endswith("DType") and name not in ("ObjectDType", "StringDType", "VoidDType")))
 
@@ -949,15 +948,18 @@ def git_commit(default: str = "unknown", outputs: Sequence[str | os.PathLike] = 
     ``outputs`` (files or directories, e.g. the results directory a run appends to) are left out
     of the check: a run that wrote its own outputs is not "dirty". Outside a git checkout (a tree
     copied to another machine) the ``FORECAST_COMMIT`` environment variable names the commit it was
-    copied from, else ``default``.
+    copied from, else ``default``. So does an installed package, whose folder may lie inside another
+    project's checkout (``myproject/.venv/lib/...``): only a checkout whose top folder holds the package is its.
     """
     root = Path(forecast.__file__).resolve().parent.parent
     # git refuses a pathspec outside the checkout: outputs elsewhere cannot make it dirty anyway.
     excluded = [f":(exclude){path}" for path in (Path(output).resolve() for output in outputs)
                 if path.is_relative_to(root)]
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
-                                capture_output=True, text=True, check=True).stdout.strip()
+        top, commit = subprocess.run(["git", "rev-parse", "--show-toplevel", "--short=12", "HEAD"], cwd=root,
+                                     capture_output=True, text=True, check=True).stdout.split()
+        if Path(top).resolve() != root:
+            return os.environ.get("FORECAST_COMMIT") or default
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
                                cwd=root, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

@@ -992,6 +992,13 @@ def test_git_commit_is_dirty_for_modified_code_but_not_for_the_outputs_it_is_tol
     assert git_commit() == "0123456789ab"
     monkeypatch.delenv("FORECAST_COMMIT")
     assert git_commit() == "unknown"
+    # An installed package inside another project's checkout (myproject/.venv/lib/python3.x/site-packages/pkg) is
+    # not that project's commit.
+    monkeypatch.delenv("GIT_CEILING_DIRECTORIES")
+    installed = tmp_path / ".venv" / "lib" / "site-packages" / "pkg"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr(forecast, "__file__", str(installed / "__init__.py"))
+    assert git_commit() == "unknown"
 
 
 def test_the_synthetic_panel_has_series_of_their_own_and_the_promotion_lift_it_says(tmp_path):
