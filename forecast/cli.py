@@ -209,6 +209,8 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
         _require_same_model(config, wanted, forecaster, run_dir)
     if config.quantiles is not None:  # read from the model as it forecasts and scores, never fitted: the config's
         forecaster.predictor.quantile_levels = wanted.quantile_levels  # checked as fit's
+    if "n_samples" in config.trainer:  # the sample paths behind them, drawn as it forecasts: the config's too
+        forecaster.predictor.module.hparams.n_samples = config.trainer["n_samples"]
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
                       config.split, flags, command)
 

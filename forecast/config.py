@@ -67,6 +67,7 @@ from forecast.recipes import DEFAULT_RECIPE, RECIPES, get_recipe
 __all__ = [
     "CONFIG_NAME",
     "RunConfig",
+    "WINDOW_DEFAULTS",
     "add_data_arguments",
     "config_parser",
     "data_option_names",
@@ -92,7 +93,8 @@ _PARSER_MODE = "forecast_yaml"
 
 # The window and variables an Experiment holds as its own fields; the rest of `data` are data options.
 _WINDOW = ("seq_len", "label_len", "pred_len", "features", "target", "time_encoding")
-_WINDOW_DEFAULTS = {"seq_len": 96, "label_len": 48, "pred_len": 24, "features": "M", "time_encoding": "timeF"}
+# A config's window where its data section leaves it out (the Informer paper's ETTh1 setting at horizon 24).
+WINDOW_DEFAULTS = {"seq_len": 96, "label_len": 48, "pred_len": 24, "features": "M", "time_encoding": "timeF"}
 # Loader settings that are also training settings; they live in `data`, like a LightningDataModule's.
 _LOADER = ("batch_size", "num_workers")
 
@@ -386,7 +388,7 @@ def add_data_arguments(parser: Any, nested_key: str | None = "data", *, skip: It
     descriptions = _descriptions(DataConfig)
     for name in _WINDOW[:3]:
         if name not in skip:
-            parser.add_argument(f"--{prefix}{name}", type=int, default=_WINDOW_DEFAULTS[name],
+            parser.add_argument(f"--{prefix}{name}", type=int, default=WINDOW_DEFAULTS[name],
                                 help=descriptions[name])
     parser.add_class_arguments(DataConfig, nested_key, skip={"seed", "test_split", *_WINDOW[:3], *skip})
     _readable_help(parser, nested_key)
@@ -767,7 +769,7 @@ def _data_section(mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
         given = "is not given" if dataset is None else f"must name the data, got data.dataset={dataset!r}"
         raise ConfigError(f"{source}: data.dataset {given}. Fix: name a registered dataset {list(registry.names())} "
                           "or a CSV path (--data.dataset on the command line).")
-    for key, default in _WINDOW_DEFAULTS.items():
+    for key, default in WINDOW_DEFAULTS.items():
         data.setdefault(key, default)
     if "target" not in data:
         info = registry.find(dataset)

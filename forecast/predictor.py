@@ -371,8 +371,8 @@ def _require_same_training(run_dir: Path, stored: Mapping[str, Any], training: M
         raise ConfigError(
             f"{run_dir} holds a run trained with other settings ({'; '.join(differing)}); resuming its checkpoint "
             "would restore the run's learning rate and patience over those given, and train its remaining epochs "
-            "unlike its first. Only max_epochs (max_steps; not under a cosine schedule) and the calibration "
-            "settings may change on resume. "
+            "unlike its first. Only max_epochs (max_steps; not under a cosine schedule) and what is applied after "
+            "training (the calibration settings, n_samples) may change on resume. "
             "Fix: fit with the run's settings to resume it, use another run_dir, or resume=False to train from "
             "scratch there."
         )

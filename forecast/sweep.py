@@ -46,7 +46,8 @@ import yaml
 from lightning.pytorch.callbacks import Callback
 
 from forecast.checks import did_you_mean, is_int, require_ints
-from forecast.config import CONFIG_NAME, DEFAULT_RUNS_DIR, RunConfig, load_config, read_yaml
+from forecast.config import (CONFIG_NAME, DEFAULT_RUNS_DIR, WINDOW_DEFAULTS, RunConfig, load_config,
+                             read_yaml)
 from forecast.errors import ConfigError, ForecastError
 from forecast.experiment import Experiment, run_experiment
 from forecast.results import has_row
@@ -300,11 +301,12 @@ def _require_named_as_it_holds(path: Path) -> None:
     (before any ``--set``): the filters select files by name, so ``naive_S_24.yaml`` holding ``features: M``
     would run ``M`` for ``--features S``."""
     name = CONFIG_NAME.match(path.stem)
-    if name is None:
+    data = read_yaml(path).get("data")
+    if name is None or not isinstance(data, dict):  # a malformed data section is the full check's to name
         return
-    data = load_config(path).data
     named = {"features": name["features"], "pred_len": int(name["pred_len"])}
-    held = {key: data[key] for key in named}
+    # As the file says them (the window's defaults where it does not), unchecked: a --set may complete the rest.
+    held = {key: data.get(key, WINDOW_DEFAULTS[key]) for key in named}
     if held != named:
         fixed = f"{name['model']}_{held['features']}_{held['pred_len']}.yaml"
         raise ConfigError(f"{path}: its name says {named} and it holds {held}, while the sweep's filters (--features, "

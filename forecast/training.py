@@ -949,17 +949,17 @@ def git_commit(default: str = "unknown", outputs: Sequence[str | os.PathLike] = 
     of the check: a run that wrote its own outputs is not "dirty". Outside a git checkout (a tree
     copied to another machine) the ``FORECAST_COMMIT`` environment variable names the commit it was
     copied from, else ``default``. So does an installed package, whose folder may lie inside another
-    project's checkout (``myproject/.venv/lib/...``): only a checkout whose top folder holds the package is its.
+    project's checkout (``myproject/.venv/lib/...``): only a checkout that tracks the package's files is its.
     """
     root = Path(forecast.__file__).resolve().parent.parent
     # git refuses a pathspec outside the checkout: outputs elsewhere cannot make it dirty anyway.
     excluded = [f":(exclude){path}" for path in (Path(output).resolve() for output in outputs)
                 if path.is_relative_to(root)]
     try:
-        top, commit = subprocess.run(["git", "rev-parse", "--show-toplevel", "--short=12", "HEAD"], cwd=root,
-                                     capture_output=True, text=True, check=True).stdout.split()
-        if Path(top).resolve() != root:
-            return os.environ.get("FORECAST_COMMIT") or default
+        subprocess.run(["git", "ls-files", "--error-unmatch", "--", str(Path(forecast.__file__).resolve())],
+                       cwd=root, capture_output=True, check=True)
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root,
+                                capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
                                cwd=root, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

@@ -365,6 +365,28 @@ def test_predict_forecasts_the_quantiles_its_config_names(workdir):
     assert main(["predict", *by_flags, "--quantiles", "[0.2, 1.5]"]) == 2  # checked as fit checks it
 
 
+def test_a_saved_run_forecasts_and_scores_from_the_sample_paths_its_config_names(workdir):
+    """`test --run_dir run --trainer.n_samples 7` scored the run's own 100 paths: the option was accepted and
+    ignored. Like the quantile levels, the paths are drawn as the model forecasts, so they are the config's."""
+    by_flags = ["--model.name", "seasonal_naive", "--model.season_length", "8", "--data.dataset", "toy.csv",
+                "--data.seq_len", "32", "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "run"]
+    assert main(["fit", *by_flags]) == 0
+    reports = {}
+    for paths in ([], ["--trainer.n_samples", "7"]):
+        assert main(["test", *by_flags, *paths, "--report", "report.csv"]) == 0
+        report = pd.read_csv(workdir / "report.csv")
+        reports[len(paths)] = report.set_index(["scale", "metric", "horizon", "variable"])["value"]
+    points = reports[0].index.get_level_values("metric").isin(["mse", "mae"])
+    pd.testing.assert_series_equal(reports[0][points], reports[2][points])
+    risks = reports[0].index.get_level_values("metric") == "rho_risk_0.9"
+    assert risks.any() and not np.allclose(reports[0][risks], reports[2][risks])
+    assert main(["predict", *by_flags, "--trainer.n_samples", "7", "--output", "future.csv"]) == 0
+    fitted = Forecaster.load(workdir / "run")
+    fitted.predictor.module.hparams.n_samples = 7
+    seven = fitted.predict(workdir / "toy.csv")
+    np.testing.assert_allclose(pd.read_csv(workdir / "future.csv", index_col="date").to_numpy(), seven.to_numpy())
+
+
 def test_predict_runs_where_the_config_places_the_model(workdir, capsys):
     """`predict --trainer.accelerator cuda` forecast on the CPU (the saved model's device) and said nothing, while
     `test` with the same config scored on the accelerator; now predict places the model as scoring does, and an

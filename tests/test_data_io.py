@@ -336,10 +336,14 @@ def test_rows_longer_than_the_header_are_refused(tmp_path):
 def test_a_comment_line_above_the_header_is_named_as_a_comment(tmp_path):
     """Not "give every column a name": the header the message counts is the comment."""
     path = tmp_path / "exported.csv"
-    path.write_text("# exported by the logger\ndate,a\n2021-01-01 00:00,1\n2021-01-01 01:00,2\n")
-    with pytest.raises(CsvReadError, match=r"exported.csv.*'# exported by the logger', looks like a comment.*"
-                                           r"comment='#'"):
-        prepare_series(path)
+    # fewer fields than a row, or as many
+    for comment in ("# exported by the logger", "# exported by the logger, v2"):
+        path.write_text(f"{comment}\ndate,a\n2021-01-01 00:00,1\n2021-01-01 01:00,2\n")
+        with pytest.raises(CsvReadError, match=rf"exported.csv: The first line, '{comment}', looks like a comment.*"
+                                               r"comment='#'"):
+            prepare_series(path)
+    path.write_text("date,#id,a\n2021-01-01 00:00,1,1\n2021-01-01 01:00,2,2\n")  # a column may be called so
+    assert prepare_series(path).input_columns == ("#id", "a")
 
 
 def test_numeric_strings_and_booleans_in_a_dataframe_are_converted():

@@ -999,6 +999,14 @@ def test_git_commit_is_dirty_for_modified_code_but_not_for_the_outputs_it_is_tol
     installed.mkdir(parents=True)
     monkeypatch.setattr(forecast, "__file__", str(installed / "__init__.py"))
     assert git_commit() == "unknown"
+    # A checkout whose path holds a space (git's answers were split on it), and one vendored in a subfolder.
+    spaced = tmp_path / "with space" / "pkg"
+    spaced.mkdir(parents=True)
+    (spaced / "__init__.py").write_text("x = 3\n")
+    git("add", "with space")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "vendored")
+    monkeypatch.setattr(forecast, "__file__", str(spaced / "__init__.py"))
+    assert len(git_commit()) == 12
 
 
 def test_the_synthetic_panel_has_series_of_their_own_and_the_promotion_lift_it_says(tmp_path):

@@ -158,6 +158,13 @@ def test_a_config_whose_name_says_other_features_or_horizon_than_it_holds_is_ref
     # --set may change what the file holds: the name is checked against the file
     (run,) = plan_sweep(spec.updated(overrides=[("data.pred_len", 6)]))
     assert run.experiment.pred_len == 6
+    # ... or complete it: a file without its dataset, named by --set, is checked by name as it is
+    (folder / "naive_M_4.yaml").write_text(yaml.safe_dump({"model": {"name": "naive"},
+                                                           "data": {"features": "M", "pred_len": 4}}))
+    (run,) = plan_sweep(spec.updated(overrides=[("data.dataset", str(csv))]))
+    assert run.experiment.pred_len == 4
+    (folder / "naive_M_24.yaml").write_text(yaml.safe_dump({"model": {"name": "naive"}, "data": {}}))  # defaults
+    assert len(plan_sweep(spec.updated(overrides=[("data.dataset", str(csv))]))) == 2
 
 
 def test_the_features_filter_selects(toy):

@@ -180,6 +180,9 @@ def _raw_header(path: Path) -> list[str]:
 
 
 def _check_header(path: Path, header: list[str], frame: pd.DataFrame) -> None:
+    comment = _comment_fix(header)
+    if comment:  # whatever else it would break: the date column's name, the count of fields
+        raise CsvReadError(f"{path}: {comment}")
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
         renamed = [column for column in frame.columns if str(column).split(".")[0] in repeated]
@@ -201,7 +204,7 @@ def _check_header(path: Path, header: list[str], frame: pd.DataFrame) -> None:
             f"or delete the unnamed ones.{hint}"
         )
     if not isinstance(frame.index, pd.RangeIndex):
-        fix = (_comment_fix(header) or _separator_fix(header, decimal_commas=True)
+        fix = (_separator_fix(header, decimal_commas=True)
                or "Fix: give every column a name in the header line (or remove trailing separators from the rows).")
         raise CsvReadError(
             f"{path}: the data rows have {frame.index.nlevels + len(frame.columns)} fields but the header has "
@@ -210,8 +213,9 @@ def _check_header(path: Path, header: list[str], frame: pd.DataFrame) -> None:
 
 
 def _comment_fix(header: Sequence[Hashable]) -> str:
-    """For a first line that is a comment (``# exported by ...``), read as the header: the fix, else ``""``."""
-    if not header or not str(header[0]).startswith("#"):
+    """For a first line that is a comment (``# exported by ...``: a hash, then a space), read as the header: the
+    fix, else ``""``. A column may be called ``#`` or ``#id``."""
+    if not header or not re.match(r"#+\s", str(header[0])):
         return ""
     return (f"The first line, {','.join(map(str, header))!r}, looks like a comment, not the header. Fix: delete the "
             "comment lines above the header, e.g. pd.read_csv(path, comment='#').to_csv(new_path, index=False).")
