@@ -500,8 +500,8 @@ def test_logsparse_token_zero_has_no_known_previous_value():
 def test_informers_linear_skip_reads_the_forecast_variables_own_window():
     """Catches: the skip reads ``x[..., :n_out]`` (under 'MS' the first covariate) instead of the
     forecast variables' inputs. With the network's projection zeroed and the skip picking the window's last step,
-    the forecast is the target's last value, joint or channel-independent. (The existing test's
-    ``not allclose(skipped, network)`` passes on this mutant when run after the rest of tests/test_models.py.)"""
+    the forecast is the target's last value, joint or channel-independent (the skip test above tells the two apart
+    only by a rounding difference when it runs after the rest of this file)."""
     s = spec("MS")
     x, x_mark, y_mark = batch(s)
     for channels in ("joint", "independent"):
