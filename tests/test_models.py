@@ -56,10 +56,12 @@ def test_every_registered_model_keeps_the_contract(name):
 
 
 @pytest.mark.parametrize("name, options", [("informer", {}), ("informer", {"stack": [2, 1]}), ("transformer", {}),
-                                           ("logsparse", {})])
-def test_encoder_decoder_and_decoder_only_models_name_a_batch_of_the_wrong_shape(name, options):
-    s = spec("MS", seq_len=24, label_len=12, pred_len=6)
-    model = build_model(name, s, d_model=16, n_heads=2, **options)
+                                           ("logsparse", {}), ("naive", {}), ("seasonal_naive", {})])
+def test_every_model_names_a_batch_of_the_wrong_shape(name, options):
+    """The baselines forecast a window's last columns, so a window of other variables was forecast silently."""
+    s = spec("MS", seq_len=24, label_len=12, pred_len=6, season=4)
+    sizes = {} if name in ("naive", "seasonal_naive") else {"d_model": 16, "n_heads": 2}
+    model = build_model(name, s, **sizes, **options)
     x, x_mark, y_mark = batch(s)
     with pytest.raises(DataError, match=r"x has shape \(3, 24, 2\), expected \[B, 24, 3\]"):
         model(x[..., :2], x_mark, y_mark)

@@ -9,7 +9,7 @@ import torch
 
 from forecast.checks import require_int
 from forecast.errors import ConfigError
-from forecast.models.base import DataSpec, ForecastModel
+from forecast.models.base import DataSpec, ForecastModel, check_batch
 
 
 class RepeatLast(ForecastModel):
@@ -26,6 +26,8 @@ class RepeatLast(ForecastModel):
         self.spec = spec
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
+        # Checked as the networks check it: a window of other variables would forecast its last columns silently.
+        check_batch(self.spec, "naive", x, x_mark, y_mark)
         last = x[:, -1:, x.shape[2] - self.spec.c_out:]  # [B, 1, C_out]
         return last.expand(-1, self.spec.pred_len, -1)  # [B, P, C_out]
 
@@ -95,6 +97,7 @@ class SeasonalNaive(ForecastModel):
         return x[:, :, x.shape[2] - self.spec.c_out:]  # [B, L, C_out]
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
+        check_batch(self.spec, "seasonal_naive", x, x_mark, y_mark)
         season = self._outputs(x)[:, -self.season_length:]  # [B, m, C_out]
         repeats = math.ceil(self.spec.pred_len / self.season_length)
         return season.repeat(1, repeats, 1)[:, : self.spec.pred_len]  # [B, P, C_out]
@@ -108,6 +111,7 @@ class SeasonalNaive(ForecastModel):
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """Sample paths ``[S, B, P, C_out]`` of the bootstrapped seasonal random walk."""
+        check_batch(self.spec, "seasonal_naive", x, x_mark, y_mark)
         require_int("n_samples", n_samples, 1)
         if not self.probabilistic:
             raise ConfigError(
