@@ -210,7 +210,7 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
     if config.quantiles is not None:  # read from the model as it forecasts and scores, never fitted: the config's
         forecaster.predictor.quantile_levels = wanted.quantile_levels  # checked as fit's
     if "n_samples" in config.trainer:  # the sample paths behind them, drawn as it forecasts: the config's too
-        forecaster.predictor.module.hparams.n_samples = config.trainer["n_samples"]
+        forecaster.predictor.n_samples = config.trainer["n_samples"]
     return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir, config.dataset),
                       config.split, flags, command)
 

@@ -270,7 +270,7 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir:
              run_dir.name, trained.folder.name)
     forecaster = Forecaster.load(trained.folder)
     forecaster.module.load_state_dict(load_checkpoint(trained.best_checkpoint)["state_dict"])
-    forecaster.module.hparams.n_samples = experiment.training.n_samples  # the paths this run's test draws
+    forecaster.predictor.n_samples = experiment.training.n_samples  # the paths this run's test draws
     datamodule = forecaster.windows_of(experiment.dataset, split=experiment.data_options.get("split"))
     datamodule.setup("fit")
     calibrate_on_validation(forecaster.model, datamodule, experiment.training)

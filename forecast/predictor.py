@@ -534,6 +534,16 @@ class Predictor:
         self.module.quantile_levels = levels
 
     @property
+    def n_samples(self) -> int:
+        """The sample paths behind the quantiles (the module's ``n_samples``): drawn as the model forecasts, so
+        another count re-scores the same fitted model."""
+        return self.module.hparams.n_samples
+
+    @n_samples.setter
+    def n_samples(self, count: int) -> None:
+        self.module.hparams.n_samples = require_int("n_samples", count, 1)
+
+    @property
     def input_columns(self) -> list[Hashable]:
         return list(self.fitted_state.input_columns)
 

@@ -382,7 +382,7 @@ def test_a_saved_run_forecasts_and_scores_from_the_sample_paths_its_config_names
     assert risks.any() and not np.allclose(reports[0][risks], reports[2][risks])
     assert main(["predict", *by_flags, "--trainer.n_samples", "7", "--output", "future.csv"]) == 0
     fitted = Forecaster.load(workdir / "run")
-    fitted.predictor.module.hparams.n_samples = 7
+    fitted.predictor.n_samples = 7
     seven = fitted.predict(workdir / "toy.csv")
     np.testing.assert_allclose(pd.read_csv(workdir / "future.csv", index_col="date").to_numpy(), seven.to_numpy())
 
