@@ -215,6 +215,16 @@ class DataFile:
         path = Path(self.path)
         return registry.file_digest(path) if path.is_file() else None
 
+    @classmethod
+    def recorded_in(cls, config: Mapping[str, Any], config_file: Path) -> DataFile | None:
+        """The record ``config`` (read from ``config_file``) holds; ``None`` in a run saved before it was kept."""
+        recorded = config.get("data_file")
+        try:
+            return cls(**recorded) if recorded is not None else None
+        except TypeError:
+            raise ConfigError(f"{config_file}: data_file {recorded!r} is not a path and a sha256. Fix: fit again, "
+                              "or remove data_file (the run then names its file by its stem only).") from None
+
 
 def _check_saved_names(fitted: FittedState) -> None:
     """ConfigError for variable names that JSON gives back as others (a tuple as a list, a Timestamp as text):
@@ -794,22 +804,19 @@ class Predictor:
             raise ConfigError(f"{directory / CONFIG_FILE} and {SCALER_FILE}: {error}") from None
         with private_rng():  # the initial weights are overwritten; keep the caller's RNG as it was
             model = build_model(config["model"], DataSpec.from_fitted(fitted), **model_options)
-        # refuses pickled code and damaged files
-        state = load_checkpoint(directory / WEIGHTS_FILE, fix="save the forecaster again, or fit it again")
-        if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
-            raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster "
-                              "again.")
-        try:
-            model.load_state_dict(state)
-        except RuntimeError as error:
-            raise ConfigError(f"{directory / WEIGHTS_FILE} does not fit the model in {CONFIG_FILE}: {error}") from error
-        recorded = config.get("data_file")  # absent from a run saved before it was kept
-        try:
-            data_file = DataFile(**recorded) if recorded is not None else None
-        except TypeError:
-            raise ConfigError(f"{directory / CONFIG_FILE}: data_file {recorded!r} is not a path and a sha256. "
-                              "Fix: fit again, or remove data_file (the run then names its file by its stem only)."
-                              ) from None
+        _load_weights(model, directory)
         return cls(new_module(model, fitted).to(device or "cpu"), fitted,
                    {k: v for k, v in config.items() if k not in _WRITTEN_BESIDE},
-                   split=config.get("split"), data_file=data_file)
+                   split=config.get("split"), data_file=DataFile.recorded_in(config, directory / CONFIG_FILE))
+
+
+def _load_weights(model: ForecastModel, directory: Path) -> None:
+    """Load a saved run's ``model.pt`` into ``model``: ConfigError for pickled code, a damaged file, or weights
+    of another model."""
+    state = load_checkpoint(directory / WEIGHTS_FILE, fix="save the forecaster again, or fit it again")
+    if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
+        raise ConfigError(f"{directory / WEIGHTS_FILE} is not a state_dict of tensors. Fix: save the forecaster again.")
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        raise ConfigError(f"{directory / WEIGHTS_FILE} does not fit the model in {CONFIG_FILE}: {error}") from error

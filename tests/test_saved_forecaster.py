@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from forecast import Forecaster
 from forecast.data.splits import FractionSplit
@@ -85,6 +87,33 @@ def test_an_edited_recipe_is_refused_on_load(naive, tmp_path):
     edit_config(directory, lambda config: config.update(recipe="paper"))
     with pytest.raises(ConfigError, match=r"its model, recipe, model_options, data are not those"):
         Forecaster.load(directory)
+
+
+def replace_weights(directory, state) -> None:
+    """Write ``state`` as the run's model.pt and record its sha256, as a save would have."""
+    torch.save(state, directory / "model.pt")
+    digest = hashlib.sha256((directory / "model.pt").read_bytes()).hexdigest()
+    edit_config(directory, lambda config: config["files"].update({"model.pt": digest}))
+
+
+@pytest.mark.parametrize(("state", "message"), [
+    ({"weight": [1.0, 2.0]}, r"model.pt is not a state_dict of tensors"),
+    ({"projection.weight": torch.zeros(2, 2)}, r"(?s)model.pt does not fit the model in config.json: .*projection.weight"),
+])
+def test_weights_that_are_not_the_models_are_refused_on_load(naive, tmp_path, state, message):
+    directory = naive.save(tmp_path / "model")
+    replace_weights(directory, state)
+    with pytest.raises(ConfigError, match=message):
+        Forecaster.load(directory)
+
+
+def test_a_data_file_record_that_is_not_a_path_and_digest_is_refused_on_load(naive, tmp_path):
+    directory = naive.save(tmp_path / "model")
+    edit_config(directory, lambda config: config.update(data_file={"path": "ETTh1.csv"}))
+    with pytest.raises(ConfigError, match=r"config.json: data_file .* is not a path and a sha256"):
+        Forecaster.load(directory)
+    edit_config(directory, lambda config: config.update(data_file=None))  # a run saved before it was kept
+    assert Forecaster.load(directory).predictor.data_file is None
 
 
 # ------------------------------------------------------------------ resume

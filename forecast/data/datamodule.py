@@ -301,6 +301,15 @@ def _val_prefix_windows(prepared: _Prepared, cfg: DataConfig) -> WindowDataset |
                          starts=np.arange(owned - steps + 1), target_len=steps, truth=truth)
 
 
+def _split_name(split: str, cfg: DataConfig) -> str:
+    """The split whose windows ``split`` names: ``'predict'`` is the configured ``predict_split``."""
+    if split == "predict":
+        return cfg.predict_split
+    if split not in SPLIT_NAMES:
+        raise ConfigError(f"split {split!r}; Fix: use one of {(*SPLIT_NAMES, 'predict')}.")
+    return split
+
+
 def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> None:
     """DataError unless a checkpoint's data state ``state_dict`` is the one ``prepared`` was scaled with."""
     saved = FittedState.from_state_dict(state_dict)
@@ -420,16 +429,9 @@ class WindowDataModule(L.LightningDataModule):
 
     # ------------------------------------------------------------------ datasets
 
-    def _split_name(self, split: str) -> str:
-        if split == "predict":
-            return self.config.predict_split
-        if split not in SPLIT_NAMES:
-            raise ConfigError(f"split {split!r}; Fix: use one of {(*SPLIT_NAMES, 'predict')}.")
-        return split
-
     def dataset(self, split: str) -> WindowDataset:
         """The windows of ``'train'``, ``'val'``, ``'test'`` or ``'predict'``."""
-        return self._state().datasets[self._split_name(split)]
+        return self._state().datasets[_split_name(split, self.config)]
 
     @property
     def train_dataset(self) -> WindowDataset:
@@ -490,8 +492,7 @@ class WindowDataModule(L.LightningDataModule):
     @property
     def n_rows(self) -> int:
         """Rows of the table (of every series of a panel together)."""
-        series = self._state().series
-        return sum(s.n_rows for s in series.series) if isinstance(series, Panel) else series.n_rows
+        return self._state().series.n_rows
 
     @property
     def input_columns(self) -> list[Hashable]:
@@ -568,7 +569,8 @@ class WindowDataModule(L.LightningDataModule):
         datetime64 arrays: wall-clock time for time-zone-aware series, which repeats an hour where the clock goes
         back, or with ``utc`` their UTC instants; a panel's windows each in their own series' time.
         """
-        state, name, cfg = self._state(), self._split_name(split), self.config
+        cfg = self.config
+        state, name = self._state(), _split_name(split, cfg)
         return (_window_dates(state, name, 0, cfg.seq_len, utc, windows),
                 _window_dates(state, name, cfg.seq_len - cfg.label_len, cfg.label_len + cfg.pred_len, utc, windows))
 
@@ -576,7 +578,7 @@ class WindowDataModule(L.LightningDataModule):
         """datetime64 ``[N, P]``: the timestamps of the P forecast steps of every window (of those ``windows``
         picks, a numpy index, when given)."""
         cfg = self.config
-        return _window_dates(self._state(), self._split_name(split), cfg.seq_len, cfg.pred_len, windows=windows)
+        return _window_dates(self._state(), _split_name(split, cfg), cfg.seq_len, cfg.pred_len, windows=windows)
 
     # -------------------------------------------------------------------- future
 

@@ -112,6 +112,11 @@ class Panel:
         return tuple(series.id for series in self.series)
 
     @property
+    def n_rows(self) -> int:
+        """Rows of every series together."""
+        return sum(series.n_rows for series in self.series)
+
+    @property
     def time_zone(self) -> str | None:
         """The series' time zone as a fit records it (:func:`~forecast.data.io.zone_name`); ``None`` when they
         differ (each series then keeps its own)."""
