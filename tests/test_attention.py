@@ -341,6 +341,21 @@ def test_a_registered_attention_outside_the_contract_is_named_with_the_fix(monke
         attention(x, x, x, need_weights=True)
 
 
+def test_an_attention_taking_any_keyword_gets_every_option(monkeypatch):
+    """An attention whose __init__ takes **options was passed causal and dropout, but any other option was
+    refused as unknown, naming 'options' as the only valid one."""
+    from forecast.layers.attention import ATTENTIONS, build_attention
+
+    class AnyOptions(torch.nn.Module):
+        def __init__(self, **options) -> None:
+            super().__init__()
+            self.options = options
+
+    monkeypatch.setitem(ATTENTIONS, "any", AnyOptions)
+    assert build_attention("any", causal=True, dropout=0.1, window=3).options == dict(causal=True, dropout=0.1,
+                                                                                       window=3)
+
+
 def test_head_attention_reads_a_mask_and_causal_together_on_every_path():
     """Given both, SDPA (eval, GPU) attends where both allow; the CPU's dropout path used the causal mask alone, so a
     local window trained with full causal attention and was evaluated with the window."""

@@ -26,6 +26,15 @@ def within(observed: float, expected: float, n: int, sigmas: float = 5.0) -> boo
     return abs(observed - expected) <= sigmas * math.sqrt(expected * (1 - expected) / n)
 
 
+@pytest.mark.parametrize("p", [1e-19, 1e-25])
+def test_a_rate_near_zero_drops_nothing_instead_of_overflowing(p):
+    """The geometric gap before the first drop overflowed int64 below p of about 1e-18 (an IndexError)."""
+    torch.manual_seed(0)
+    assert dropped_positions(1000, p).numel() == 0
+    x = torch.randn(1000)
+    torch.testing.assert_close(apply_dropout(x, p, True), x / (1 - p))
+
+
 @pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.013])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_keep_rate_is_one_minus_p_and_kept_values_are_scaled(p, dtype):

@@ -281,6 +281,23 @@ def test_outputs_are_batch_invariant_in_eval_mode(name):
     torch.testing.assert_close(together, one_by_one, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("channels", ["joint", "independent"])
+def test_an_empty_batch_gives_an_empty_forecast(name, channels):
+    """A batch of no windows crashed the causal ProbSparse and LogSparse kernels (an IndexError, a
+    ZeroDivisionError) and the channel merge (a reshape of 0 elements with -1)."""
+    s = spec("M")
+    baselines = {"naive": {}, "seasonal_naive": {"season_length": 4}, "dlinear": {"kernel_size": 5}}
+    if name in baselines and channels == "independent":
+        pytest.skip("the baselines have no channel mode")
+    sizes = {k: v for k, v in TINY.items() if name != "logsparse" or k in ("d_model", "n_heads")}
+    options = baselines.get(name, {**sizes, "channels": channels})
+    model = build_model(name, s, **options).eval()
+    with torch.no_grad():
+        out = model(*batch(s, batch_size=0))
+    assert out.shape == (0, s.pred_len, s.c_out)
+
+
 def test_eval_forecasts_are_reproducible():
     s = spec("M")
     model = Informer(s, InformerConfig(**TINY)).eval()

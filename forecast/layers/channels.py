@@ -30,8 +30,8 @@ def per_series(per_window: Tensor, c_out: int) -> Tensor:
     return per_window.repeat_interleave(c_out, dim=0)
 
 
-def merge_series(outputs: Tensor, batch: int) -> Tensor:
+def merge_series(outputs: Tensor, c_out: int) -> Tensor:
     """``[B * C_out, T, 1]`` per-series outputs -> ``[B, T, C_out]``."""
     steps = outputs.shape[1]
-    per_window = outputs.reshape(batch, -1, steps)  # [B*C_out, T, 1] -> [B, C_out, T]
+    per_window = outputs.reshape(-1, c_out, steps)  # [B*C_out, T, 1] -> [B, C_out, T]
     return per_window.transpose(1, 2)  # [B, C_out, T] -> [B, T, C_out]

@@ -44,7 +44,8 @@ def dropped_positions(numel: int, p: float, chunk: int | None = None) -> Tensor:
     parts, last = [], -1
     while True:
         uniform = torch.rand(chunk, dtype=torch.float64)  # [chunk] in [0, 1)
-        gaps = torch.log1p(-uniform).div_(log_keep).floor_().long()  # kept elements before each drop
+        # kept elements before each drop; a gap past numel ends the draws, and at p near 0 overflows int64
+        gaps = torch.log1p(-uniform).div_(log_keep).floor_().clamp_(max=numel).long()
         positions = gaps.add_(1).cumsum_(0).add_(last)  # [chunk]
         if int(positions[-1]) >= numel:
             parts.append(positions[: int(torch.searchsorted(positions, numel))])

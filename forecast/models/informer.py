@@ -214,10 +214,10 @@ class Informer(ForecastModel):
             x, marks = series_rows(x, c_out), tuple(per_series(mark, c_out) for mark in marks)
         return stats, x, *marks
 
-    def _outputs(self, out: torch.Tensor, batch: int, stats: WindowStats | None) -> torch.Tensor:
+    def _outputs(self, out: torch.Tensor, stats: WindowStats | None) -> torch.Tensor:
         """Network outputs ``[B', P, n_out]`` -> forecasts ``[B, P, C_out]`` in the input's units."""
         if self.config.channels == "independent":
-            out = merge_series(out, batch)  # [B*C_out, P, 1] -> [B, P, C_out]
+            out = merge_series(out, self.spec.c_out)  # [B*C_out, P, 1] -> [B, P, C_out]
         return out if stats is None else self.revin.denormalize(out, stats)
 
     def encode(self, x: torch.Tensor, x_mark: torch.Tensor, need_weights: bool = False):
@@ -250,7 +250,7 @@ class Informer(ForecastModel):
         return self.revin is not None
 
     def forward(self, x: torch.Tensor, x_mark: torch.Tensor, y_mark: torch.Tensor) -> torch.Tensor:
-        spec, batch = self.spec, x.shape[0]
+        spec = self.spec
         check_batch(spec, type(self).__name__, x, x_mark, y_mark, y_mark_steps=spec.label_len + spec.pred_len)
         stats, x, x_mark, y_mark = self._sequences(x, x_mark, y_mark)  # [B', L, V], [B', L, F], [B', T, F]
         memory, _ = self._encode(x, x_mark)
@@ -262,4 +262,4 @@ class Informer(ForecastModel):
         out = self.projection(self.decoder_norm(h))[:, -spec.pred_len:]  # [B', P, n_out]
         if self.skip is not None:
             out = out + self.skip(x[..., x.shape[2] - out.shape[2]:])  # the forecast variables' inputs [B', L, n_out]
-        return self._outputs(out, batch, stats)  # [B, P, C_out]
+        return self._outputs(out, stats)  # [B, P, C_out]

@@ -289,11 +289,10 @@ class LogSparseTransformer(ForecastModel):
             window = self.layout.rows(x if stats is None else self.revin.normalize(x, stats))  # [B', L, V]
             horizon = self.skip(window[..., window.shape[2] - self.layout.n_outputs:])  # [B', P, n_out]
             mean = torch.cat([mean[:, : x.shape[1]], mean[:, x.shape[1]:] + horizon], dim=1)  # [B', T, n_out]
-        batch = x.shape[0]
         if scale is not None:
-            scale = self.layout.merge(scale, batch)
+            scale = self.layout.merge(scale)
             scale = scale if stats is None else self.revin.denormalize_scale(scale, stats)
-        return StepPrediction(self.layout.outputs(mean, batch, stats, self.revin), scale)
+        return StepPrediction(self.layout.outputs(mean, stats, self.revin), scale)
 
     def attention_weights(self, x: Tensor, x_mark: Tensor, y_mark: Tensor) -> list[object]:
         """Per-layer attention weights over the one-shot token sequence (for plotting).

@@ -57,7 +57,7 @@ class Rollout:
         model = self.model
         stats, *tokens = model.layout.tokens(x, x_mark, y_mark, revin=model.revin)
         fed_back = self(*tokens, draw, generator)  # [B', P, n_out]
-        return model.layout.outputs(fed_back, x.shape[0], stats, model.revin)  # [B', P, n_out] -> [B, P, C_out]
+        return model.layout.outputs(fed_back, stats, model.revin)  # [B', P, n_out] -> [B, P, C_out]
 
     def paths(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, n_samples: int,
               generator: torch.Generator | None = None, chunk_size: int | None = None) -> Tensor:

@@ -47,11 +47,11 @@ class TokenLayout:
             return per_window
         return per_series(per_window, self.spec.c_out)  # [B*C_out, ...]
 
-    def merge(self, outputs: Tensor, batch: int) -> Tensor:
+    def merge(self, outputs: Tensor) -> Tensor:
         """``[B', T, n_out]`` network outputs -> ``[B, T, C_out]``."""
         if not self.independent:
             return outputs
-        return merge_series(outputs, batch)  # [B*C_out, T, 1] -> [B, T, C_out]
+        return merge_series(outputs, self.spec.c_out)  # [B*C_out, T, 1] -> [B, T, C_out]
 
     def tokens(
         self, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None,
@@ -92,8 +92,8 @@ class TokenLayout:
             series_ids = torch.arange(self.spec.c_out, device=x.device).repeat(batch)  # [B*C_out]
         return stats, self.rows(lagged), self.rows(lagged_known), self.repeat(marks), series_ids
 
-    def outputs(self, values: Tensor, batch: int, stats: WindowStats | None,
+    def outputs(self, values: Tensor, stats: WindowStats | None,
                 revin: ReversibleInstanceNorm | None = None) -> Tensor:
         """Network values ``[B', T, n_out]`` -> ``[B, T, C_out]`` in the input's units (RevIN inverted)."""
-        values = self.merge(values, batch)
+        values = self.merge(values)
         return values if stats is None else revin.denormalize(values, stats)

@@ -86,14 +86,14 @@ def build_attention(name: str, *, causal: bool, dropout: float, **options: objec
         raise ConfigError(f"unknown attention {name!r}; choose one of {sorted(ATTENTIONS)}")
     cls = ATTENTIONS[name]
     parameters = inspect.signature(cls).parameters
-    missing = [argument for argument in ("causal", "dropout") if argument not in parameters
-               and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())]
+    takes_any = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values())
+    missing = [argument for argument in ("causal", "dropout") if argument not in parameters and not takes_any]
     if missing and name != "logsparse":
         raise ConfigError(f"attention {name!r} ({cls.__module__}.{cls.__qualname__}) takes no {' or '.join(missing)} "
                           "argument: every inner attention is built with causal= (the decoder's self-attention is "
                           "causal) and dropout= (on its probabilities). Fix: accept both in its __init__.")
     accepted = sorted(set(parameters) - {"causal", "dropout", "dense_reference"})
-    unknown = sorted(set(options) - set(accepted))
+    unknown = [] if takes_any else sorted(set(options) - set(accepted))  # **options: the class checks its own
     if unknown:
         hint = " ('mix' is not supported: it scrambles heads and time steps)" if "mix" in unknown else ""
         raise ConfigError(f"unknown option(s) {unknown} for attention {name!r}; valid options: {accepted}{hint}")

@@ -21,7 +21,7 @@ def _running_sum(values: Tensor, reverse: bool = False, weights: Tensor | None =
     made the masked ProbSparse slower than its attention.
     """
     batch, length = values.shape[:2]
-    width = values[0, 0].numel()
+    width = math.prod(values.shape[2:])  # of the shape: values[0, 0] does not exist in an empty batch
     block = math.ceil(math.sqrt(length))
     full, ragged = divmod(length, block)
     result = values.new_empty(values.shape, dtype=_accumulation_dtype(values.dtype))
@@ -85,7 +85,7 @@ def _dot_into(out: Tensor, left: Tensor, right: Tensor) -> None:
     product, and a full-size one would be the largest tensor LogSparse allocates.
     """
     batch, rows, heads, head_dim = left.shape
-    chunk = max(1, _DOT_CHUNK_ELEMENTS // (batch * heads * head_dim))
+    chunk = max(1, _DOT_CHUNK_ELEMENTS // max(1, batch * heads * head_dim))  # an empty batch: any chunk
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
         out[:, start:stop] = torch.linalg.vecdot(left[:, start:stop], right[:, start:stop])
