@@ -36,6 +36,7 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
+from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.loggers import CSVLogger, Logger
 from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.trainer.states import RunningStage
@@ -225,6 +226,19 @@ def _restore(constants: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
     with torch.no_grad():
         for buffer, value in constants:
             buffer.copy_(value)
+
+
+class StopKeptEarlyStopping(EarlyStopping):
+    """Lightning's :class:`~lightning.pytorch.callbacks.EarlyStopping`, whose stop survives a checkpoint.
+
+    Lightning saves why a run stopped, but a fit resumed from that checkpoint trains on: a run killed after it
+    stopped early (while calibrating or testing) would, run again, train past its stop and record other
+    weights. Resumed from a stopped run, it ends the fit before any epoch, as the uninterrupted run ended.
+    """
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.stopping_reason is not EarlyStoppingReason.NOT_STOPPED:
+            trainer.should_stop = True
 
 
 class TrainTimer(Timer):
@@ -563,7 +577,7 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
     if config.ema_decay is not None:
         # First: it swaps the averaged weights in before any other callback sees a validation epoch.
         callbacks.insert(0, ConstantsKeptEMA(decay=config.ema_decay))
-    callbacks.append(EarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
+    callbacks.append(StopKeptEarlyStopping(monitor="val_loss", patience=config.patience, mode="min"))
     callbacks.append(EpochLog())
     callbacks.append(KeyboardInterruptKept())
     if config.compile_model:

@@ -22,6 +22,7 @@ from forecast.errors import ConfigError
 from forecast.models import DataSpec
 from forecast.recipes import get_recipe
 from forecast.results import COLUMNS, KEY, OPTIONAL_NUMBERS, append_row, has_row, read_results
+from forecast.training import TrainingConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -862,6 +863,25 @@ def test_calibration_variants_fit_no_worse_than_what_they_contain_on_the_windows
     printed = capsys.readouterr().out.splitlines()
     named = [re.search(r" P=6 (.+?) +later validation half", line) for line in printed]
     assert [match[1] for match in named if match] == [*script.VARIANTS, *script.SKIP_VARIANTS]
+
+
+# Trained one epoch past its early stop: resumed after it stopped, before its row (fixed at StopKeptEarlyStopping).
+# Its best epoch, whose weights it was tested with, is the uninterrupted run's: only its epochs and seconds differ.
+TRAINED_PAST_THEIR_STOP = {("ETTm1", "informer", "improved", 96, 0)}
+
+
+def test_every_committed_run_stopped_where_its_early_stopping_stops_it():
+    """An uninterrupted run trains to ``patience`` epochs past its best, or to ``max_epochs``: a row that trained
+    on was resumed from a checkpoint written after it stopped, and may hold another run's weights."""
+    patience, max_epochs = TrainingConfig().patience, TrainingConfig().max_epochs
+    rows = pd.concat([read_results(path) for path in (ROOT / "experiments" / "results").glob("*.csv")])
+    past = set()
+    for row in rows[rows["epochs"] > 0].itertuples():
+        training = json.loads(row.training) if str(row.training).startswith("{") else {}
+        stop = min(int(row.best_epoch) + training.get("patience", patience) + 1, training.get("max_epochs", max_epochs))
+        if int(row.epochs) != stop:
+            past.add((row.dataset, row.model, row.recipe, int(row.pred_len), int(row.seed)))
+    assert past == TRAINED_PAST_THEIR_STOP
 
 
 def test_committed_long_horizon_tables_are_what_the_script_writes(tmp_path):

@@ -259,6 +259,24 @@ def test_a_process_killed_while_appending_a_row_leaves_the_earlier_rows_intact(k
 # ------------------------------------------------------------------ refusing to resume
 
 
+def test_a_run_killed_after_it_stopped_early_resumes_to_its_stop_not_past_it(tmp_path):
+    """Lightning saved why a run stopped early but resumed its fit anyway: a run killed after stopping (while it
+    calibrated or tested) trained on when its command ran again (to epoch 26 of a run that stopped at 3), and
+    recorded other weights."""
+    t = np.arange(ROWS)
+    frame = pd.DataFrame({"date": pd.date_range("2022-01-01", periods=ROWS, freq="h"), "a": np.sin(t / 5.0),
+                          "OT": np.cos(t / 7.0) + 0.1 * np.random.default_rng(0).standard_normal(ROWS)})
+    options = dict(WINDOW, batch_size=16, max_epochs=30, patience=1, learning_rate=0.05,
+                   checkpoint_every_minutes=10.0)  # as the benchmark configs: it writes last.ckpt after the stop
+    stopped = Forecaster("dlinear", **options).fit(frame, run_dir=tmp_path / "run")
+    assert len(stopped.history) < options["max_epochs"]  # it stopped early
+    (tmp_path / "run" / "model.pt").unlink()  # killed before the fit finished: its command runs it again
+    resumed = Forecaster("dlinear", **options).fit(frame, run_dir=tmp_path / "run")
+    # the last epoch's seconds are its end's again: its checkpoint was written as it validated
+    pd.testing.assert_frame_equal(resumed.history.drop(columns="seconds"), stopped.history.drop(columns="seconds"))
+    pd.testing.assert_frame_equal(resumed.predict(), stopped.predict(), check_exact=True)
+
+
 def test_resume_refuses_a_damaged_checkpoint(tmp_path, killed):
     (tmp_path / "checkpoints").mkdir()
     whole = (last_checkpoint(killed["root"] / "api")).read_bytes()
