@@ -283,6 +283,17 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir:
     return forecaster, metrics
 
 
+def _commit_throughout(started: str, results: Path) -> str:
+    """The commit a run started at, ``-dirty`` when the checkout changed while it ran (a module it imported
+    after the change may be the new code's)."""
+    ended = git_commit(outputs=[results.parent])
+    if ended == started:
+        return started
+    log.warning("the checkout changed from %s to %s while this run ran: its row records %s-dirty", started, ended,
+                started.removesuffix("-dirty"))
+    return started.removesuffix("-dirty") + "-dirty"
+
+
 def run_experiment(
     experiment: Experiment,
     results: str | os.PathLike[str],
@@ -312,6 +323,7 @@ def run_experiment(
         log.info("already in %s, skipping: %s", results, key)
         return None
     require_appendable(results)  # before the run trains, not after it
+    commit = git_commit(outputs=[results.parent])  # the code this process runs; the checkout may move meanwhile
     legacy = {**key, "dataset": Path(experiment.dataset).stem}
     if legacy["dataset"] != key["dataset"] and has_row(results, legacy):
         log.warning("%s has a row of this run from before CSV runs were keyed by the sha256 of their file "
@@ -343,7 +355,7 @@ def run_experiment(
         mse_orig=metrics.get("test_mse_orig", float("nan")),
         mae_orig=metrics.get("test_mae_orig", float("nan")),
         n_test_windows=int(metrics["test_windows"]),
-        version=forecast.__version__, commit=git_commit(outputs=[Path(results).parent]), command=command,
+        version=forecast.__version__, commit=_commit_throughout(commit, results), command=command,
         correction_kept=_blank_if_none(forecaster.model.correction_kept),
         **training,
         **{column: metrics.get(f"test_{column}", "") for column in PROBABILISTIC_COLUMNS},

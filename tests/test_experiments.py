@@ -228,6 +228,22 @@ def test_a_sweep_run_writes_a_complete_row_and_skips_finished_runs(tmp_path):
     assert np.isfinite(values).all() and 0 <= values[-1] <= 1
 
 
+@pytest.mark.parametrize(("commits", "recorded"), [(["0123abcd", "0123abcd"], "0123abcd"),
+                                                    (["0123abcd", "4567ef01"], "0123abcd-dirty")])
+def test_a_row_records_the_commit_its_run_started_at(tmp_path, monkeypatch, commits, recorded):
+    """The commit was read as the row was written: a run during which the checkout moved to another commit
+    recorded that one, clean, as the code it ran."""
+    import forecast.experiment
+    from forecast.experiment import Experiment, run_experiment
+
+    read = iter(commits)
+    monkeypatch.setattr(forecast.experiment, "git_commit", lambda **_: next(read))
+    csv = toy_csv(tmp_path)
+    experiment = Experiment(model="naive", dataset=str(csv), seq_len=24, label_len=12, pred_len=6)
+    row = run_experiment(experiment, tmp_path / "results" / "toy.csv", tmp_path / "runs", command="x")
+    assert row["commit"] == recorded and read_results(tmp_path / "results" / "toy.csv")["commit"].tolist() == [recorded]
+
+
 def test_the_sample_paths_are_in_the_key_of_a_parameter_free_model_too():
     """seasonal_naive's rho-risks come from its sample paths: a run with 400 of them is not the one with 100."""
     from forecast.experiment import Experiment
