@@ -12,9 +12,10 @@
 # epoch), or a SIGKILL then, leaves the checkpoint written a step before it (forecast.training's
 # PreValidationCheckpoint, since 2026-11-27), so the resumed run repeats that one step and the validation.
 #
-# GRID_DIR (default ../runs) holds the worktree (wt-<commit>), the run folders (runs/), NAME.log and NAME.pid;
-# COMMIT (default HEAD) pins the code; PYTHON (default .venv/bin/python) has the package's dependencies. Rows go
-# to the worktree's experiments/results/: merge them with
+# GRID_DIR (default ../runs) holds the worktree (wt-<commit>), the run folders (runs/), NAME.log, NAME.pid and
+# NAME.commit; COMMIT pins the code (default: the worker's NAME.commit, so that the same command resumes its runs
+# on the code that started them, else HEAD); PYTHON (default .venv/bin/python) has the package's dependencies.
+# Rows go to the worktree's experiments/results/: merge them with
 #   python experiments/merge_results.py "$GRID_DIR/wt-<commit>/experiments/results"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,15 +24,27 @@ if [ $# -lt 1 ] || [[ $1 == -* ]]; then
   exit 2
 fi
 : "${FORECAST_DATA_DIR:?set FORECAST_DATA_DIR to the benchmark CSVs (../shared/datasets)}"
+# Absolute: the worker runs in the worktree, where a path relative to the checkout names nothing.
+FORECAST_DATA_DIR=$(cd "$FORECAST_DATA_DIR" && pwd)
+export FORECAST_DATA_DIR
 name=$1
 shift
-commit=$(git rev-parse --short=7 "${COMMIT:-HEAD}")
 python=${PYTHON:-.venv/bin/python}
 python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python")  # absolute, a venv's link kept
 mkdir -p "${GRID_DIR:-../runs}"
 grid=$(cd "${GRID_DIR:-../runs}" && pwd)
+pinned=${COMMIT:-}
+if [ -z "$pinned" ] && [ -f "$grid/$name.commit" ]; then
+  pinned=$(cat "$grid/$name.commit")
+  echo "worker $name: resuming at its commit $pinned ($grid/$name.commit; COMMIT=... for another)"
+fi
+commit=$(git rev-parse --short=7 "${pinned:-HEAD}")
 tree=$grid/wt-$commit
-[ -d "$tree" ] || git worktree add --quiet --detach "$tree" "$commit"
+if [ ! -d "$tree" ]; then
+  git worktree prune  # a worktree whose folder was lost with GRID_DIR is still registered, and add refuses it
+  git worktree add --quiet --detach "$tree" "$commit"
+fi
+echo "$commit" > "$grid/$name.commit"
 cd "$tree"
 # PYTHONPATH: the worktree's package, not the checkout's editable install. `python -m forecast` sets the allocator
 # itself as it starts (forecast.cli.console, forecast/allocator.py).

@@ -1137,6 +1137,7 @@ def test_background_sweep_starts_a_worker_from_a_worktree_pinned_at_the_commit(t
     if not (ROOT / ".git").exists():
         pytest.skip("needs the git checkout")
     grid = tmp_path / "grid"
+    (tmp_path / "no-data").mkdir()
     environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GRID_DIR": str(grid), "PYTHON": sys.executable,
                    "FORECAST_DATA_DIR": str(tmp_path / "no-data")}
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True,
@@ -1159,6 +1160,47 @@ def test_background_sweep_starts_a_worker_from_a_worktree_pinned_at_the_commit(t
         missing = subprocess.run(["bash", "experiments/background_sweep.sh"], cwd=ROOT, env=environment,
                                  capture_output=True, text=True, timeout=60)
         assert missing.returncode == 2 and "usage:" in missing.stderr
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
+
+
+def test_background_sweep_resumes_a_worker_at_its_commit_with_the_data_it_was_given(tmp_path):
+    """The same command moved a worker's partial runs onto the code of a newer HEAD; a relative
+    FORECAST_DATA_DIR, as the usage line gives it, named nothing from the worktree the worker runs in (every
+    dataset missing, ETTh1 and ETTh2 read from the package's embedded copies instead); and a worktree whose
+    folder was lost with GRID_DIR could not be added again ("a missing but already registered worktree")."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git checkout")
+    previous = subprocess.run(["git", "rev-parse", "--short=7", "HEAD~1"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    grid, data = tmp_path / "grid", tmp_path / "data"
+    data.mkdir()
+    fake_python = tmp_path / "bin" / "python"  # writes what the worker would run with into its log
+    fake_python.parent.mkdir()
+    fake_python.write_text('#!/bin/sh\necho "data=$FORECAST_DATA_DIR cwd=$PWD"\n')
+    fake_python.chmod(0o755)
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GRID_DIR": str(grid), "PYTHON": str(fake_python),
+                   "FORECAST_DATA_DIR": os.path.relpath(data, ROOT)}
+    tree = grid / f"wt-{previous}"
+
+    def start(**extra: str) -> str:
+        started = subprocess.run(["bash", "experiments/background_sweep.sh", "A", "--dry_run"], cwd=ROOT,
+                                 env={**environment, **extra}, capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        pid = int((grid / "A.pid").read_text())
+        for _ in range(600):
+            if not Path(f"/proc/{pid}").exists():
+                break
+            time.sleep(0.1)
+        return started.stdout
+
+    try:
+        assert f"code at {previous} ({tree})" in start(COMMIT=previous)
+        assert (grid / "A.log").read_text().splitlines()[-1] == f"data={data} cwd={tree}"
+        assert f"resuming at its commit {previous}" in start()  # not HEAD: the commit its runs started at
+        subprocess.run(["rm", "-rf", str(tree)], check=True)  # GRID_DIR lost, the checkout kept
+        assert f"code at {previous} ({tree})" in start()
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
