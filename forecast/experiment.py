@@ -218,9 +218,11 @@ def runs_on_other_versions(key: Mapping[str, Any], runs_dir: Path) -> list[Path]
 
 def row_key(row: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`~forecast.results.KEY` of a results row as read back (:func:`run_name` takes it): the window
-    and seed as ints, the rest as text."""
-    return {name: int(row[name]) if name in ("seq_len", "label_len", "pred_len", "seed") else str(row[name])
-            for name in KEY}
+    and seed as ints, the rest as text; a blank ``data`` cell (rows written before the column) is no data options,
+    as :func:`~forecast.results.read_results` reads it."""
+    key = {name: int(row[name]) if name in ("seq_len", "label_len", "pred_len", "seed") else str(row[name])
+           for name in KEY}
+    return {**key, "data": key["data"] or EMPTY_DATA}
 
 
 def _blank_if_none(value: float | None) -> float | str:

@@ -81,6 +81,11 @@ def test_a_blank_data_cell_is_a_run_without_data_options(tmp_path):
     text[1] = ",".join([*cells[:data], "", *cells[data + 1:]])
     path.write_text("\n".join(text) + "\n")
     assert has_row(path, row(seed=0))
+    # The fill scripts find its run folder from the cells as written (blank), as the sweep named it ({}).
+    from forecast.experiment import row_key, run_name
+
+    as_written = {column: str(value) for column, value in row(seed=0).items()}
+    assert run_name(row_key({**as_written, "data": ""})) == run_name(row_key(as_written))
 
 
 def test_rows_written_before_data_options_were_keyed_stay_done_and_apart_from_a_panels(tmp_path):
