@@ -87,6 +87,11 @@ def read_results_file(path: str | os.PathLike, fix: str = "") -> pd.DataFrame:
     if missing:
         raise ConfigError(f"{path} is not a results file: it lacks the columns {missing} of one. Fix: move it out of "
                           f"{path.parent}{fix}.")
+    unkeyed = sorted(set(KEY) - set(frame.columns))  # a report would drop its rows, a sweep take none for done
+    if unkeyed:
+        raise ConfigError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed by them. "
+                          "Fix: give its rows those columns, the recipe and the training settings each run had (this "
+                          "repository's experiments/migrate_results.py reads them from the rows' commands).")
     return frame
 
 
@@ -237,11 +242,6 @@ def merge_results(sources: Iterable[str | os.PathLike], target: str | os.PathLik
             if destination.resolve() == path.resolve():
                 continue
             rows = read_results_file(path, fix=", or merge only the folders forecast sweep wrote its rows to")
-            unkeyed = sorted(set(KEY) - set(rows.columns))
-            if unkeyed:
-                raise ConfigError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed "
-                                  "by them. Fix: give its rows those columns (the recipe and the training settings "
-                                  "each run had), then merge again.")
             unrecorded = sorted(set(COLUMNS) - set(OPTIONAL_NUMBERS) - set(rows.columns))
             if unrecorded:  # e.g. val_loss, which rows written before it was recorded lack
                 raise ConfigError(f"{path} has no {unrecorded} columns: its rows were written before runs recorded "

@@ -769,6 +769,12 @@ def test_rows_written_before_recipes_migrate_from_their_commands(tmp_path):
     swept = row(model="naive", command="forecast sweep --config experiments/configs/ETTm2/naive_M_96.yaml --seeds 0")
     path = tmp_path / "ETTh1.csv"
     pd.DataFrame([runner, swept])[older].to_csv(path, index=False)
+    from forecast.report import read_results_dir
+
+    # Unmigrated, a report dropped its rows (their keys read as NaN) and a sweep failed with a KeyError.
+    for read in (lambda: has_row(path, runner), lambda: read_results_dir(tmp_path)):
+        with pytest.raises(ConfigError, match=r"has no \['recipe', 'training'\] columns: .*migrate_results"):
+            read()
     assert load_script("migrate_results").main([str(tmp_path)]) == 0
     frame = read_results(path)
     assert list(frame.columns) == COLUMNS and list(frame.recipe) == ["paper", "paper"]
