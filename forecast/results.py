@@ -179,17 +179,40 @@ def append_new_row(path: str | os.PathLike, row: dict[str, Any]) -> bool:
 
 def update_rows(path: str | os.PathLike, update: Callable[[dict[str, str]], bool]) -> int:
     """Apply ``update`` to every row of ``path`` (its cells as text, changed in place; it returns whether it
-    changed the row) under the file's lock, and rewrite the file in :data:`COLUMNS` when any row changed, the
-    same atomic way as an append. Returns how many rows changed. For migrations of recorded rows."""
+    changed the row), then rewrite the file in :data:`COLUMNS` under its lock, the same atomic way as an append,
+    with the changed cells of the rows still as they were read. Returns how many rows changed. For migrations of
+    recorded rows.
+
+    ``update`` runs without the lock (re-testing a saved model takes minutes, an append waits
+    :data:`LOCK_TIMEOUT_S` at most): rows appended meanwhile are kept as they are."""
     path = Path(path)
-    with locked(path):
-        reader = csv.DictReader(io.StringIO(path.read_text()))
+
+    def rows_of(text: str) -> list[dict[str, str]]:
+        reader = csv.DictReader(io.StringIO(text))
         rows = list(reader)
         _refuse_unknown_columns(path, reader.fieldnames or ())
-        changed = sum(bool(update(row)) for row in rows)
-        if changed:
-            _write_atomically(path, rows)
-    return changed
+        return rows
+
+    changes: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    for row in rows_of(path.read_text()):
+        read = tuple(row.items())
+        if update(row):
+            changes[read] = {column: value for column, value in row.items() if (column, value) not in read}
+    if not changes:
+        return 0
+    with locked(path):
+        rows = rows_of(path.read_text())
+        applied = 0
+        for row in rows:
+            change = changes.get(tuple(row.items()))
+            if change is not None:
+                row.update(change)
+                applied += 1
+        if applied != len(changes):
+            raise ConfigError(f"{path}: {len(changes) - applied} of the rows being updated were changed by another "
+                              "process meanwhile. Fix: run the update again.")
+        _write_atomically(path, rows)
+    return applied
 
 
 def _check_complete(row: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import forecast.results
@@ -126,3 +127,37 @@ def test_a_lock_held_too_long_is_an_error_that_names_the_fix(tmp_path, monkeypat
     assert not results.exists()
     forecast.results.append_row(results, make_row(0, 0))  # free again
     assert len(read_results(results)) == 1
+
+
+def test_rows_appended_while_rows_are_updated_are_kept_and_so_are_the_updates(tmp_path, monkeypatch):
+    """update_rows ran its update (re-testing a saved model: minutes) holding the file's lock, so a sweep worker
+    appending meanwhile waited, and lost its row past LOCK_TIMEOUT_S. Now only the rewrite holds it."""
+    results = tmp_path / "toy.csv"
+    forecast.results.append_row(results, make_row(0, 0))
+    monkeypatch.setattr(forecast.results, "LOCK_TIMEOUT_S", 0.2)
+
+    def slow_update(row: dict[str, str]) -> bool:
+        forecast.results.append_row(results, make_row(1, 0))  # another worker finishes a run meanwhile
+        row["rho_risk_0.5"] = "0.25"
+        return True
+
+    assert forecast.results.update_rows(results, slow_update) == 1
+    frame = read_results(results)
+    assert frame["model"].tolist() == ["worker0", "worker1"]
+    assert frame["rho_risk_0.5"].tolist()[0] == 0.25 and pd.isna(frame["rho_risk_0.5"].tolist()[1])
+
+
+def test_an_update_of_a_row_another_process_changed_meanwhile_is_refused_and_changes_nothing(tmp_path, monkeypatch):
+    results = tmp_path / "toy.csv"
+    forecast.results.append_row(results, make_row(0, 0))
+    monkeypatch.setattr(forecast.results, "LOCK_TIMEOUT_S", 0.2)
+
+    def racing_update(row: dict[str, str]) -> bool:
+        forecast.results.update_rows(results, lambda other: not other.update(commit="other"))
+        row["rho_risk_0.5"] = "0.25"
+        return True
+
+    with pytest.raises(ConfigError, match=r"1 of the rows being updated were changed by another process meanwhile"):
+        forecast.results.update_rows(results, racing_update)
+    frame = read_results(results)
+    assert frame["commit"].tolist() == ["other"] and frame["rho_risk_0.5"].isna().all()
