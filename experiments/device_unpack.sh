@@ -9,8 +9,9 @@
 # go into RUNS_DIR (default experiments/runs), each in its run folder, an existing folder left as it is.
 set -euo pipefail
 shopt -s nullglob
-cd "$(dirname "$0")/.."
 files_at=${1:?usage: experiments/device_unpack.sh FILES_AT [RUNS_DIR [RESULTS_DIR...]]}
+files_at=$(cd "$files_at" 2> /dev/null && pwd || echo "$files_at")  # relative to the caller's folder, not the checkout
+cd "$(dirname "$0")/.."
 runs_dir=${2:-experiments/runs}
 shift $(( $# < 2 ? $# : 2 ))
 PYTHON=${PYTHON:-.venv/bin/python}

@@ -1315,3 +1315,18 @@ def test_a_summary_cell_shows_the_configured_run_not_another_recipe_or_data_opti
                               "config": "toy/informer_M_24.yaml"}])
     table = summary_tables(results, settings, pd.DataFrame(columns=[*PUBLISHED_COLUMNS, *PUBLISHED_WINDOW]))
     assert "| 24 | 96/48 | 0.900 / 0.500 (1) |" in table
+
+
+def test_device_unpack_reads_a_files_folder_named_relative_to_where_it_is_run(tmp_path):
+    """It moved into the checkout before reading FILES_AT, so the device tool's folder named from anywhere else
+    was "no results.tar.gz"."""
+    packed = tmp_path / "pack" / "results"
+    packed.mkdir(parents=True)  # what device_grid.sh returns, with no rows in it
+    (tmp_path / "files").mkdir()
+    subprocess.run(["tar", "-czf", str(tmp_path / "files" / "results.tar.gz"), "-C", str(packed.parent), "results"],
+                   check=True)
+    unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), "files", str(tmp_path / "runs")],
+                              cwd=tmp_path, env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
+                              text=True, timeout=300)
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert f"0 saved forecasters in {tmp_path / 'runs'}" in unpacked.stdout
