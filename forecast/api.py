@@ -43,9 +43,10 @@ from forecast.errors import ConfigError
 from forecast.metrics import DEFAULT_QUANTILES, check_variable_names, pivot_report
 from forecast.models import DataSpec, ForecastModel, build_model, model_options
 from forecast.module import ForecastModule
-from forecast.options import ForecasterOptions, refuse_point_quantiles
+from forecast.options import ForecasterOptions
 from forecast.plotting import check_forecast_names
-from forecast.predictor import DataFile, Predictor, fit_lock, prepare_run_dir, read_config, series_report
+from forecast.predictor import (DataFile, Predictor, fit_lock, prepare_run_dir, read_config, refuse_point_quantiles,
+                                series_report)
 from forecast.recipes import DEFAULT_RECIPE
 from forecast.training import EpochLog, TrainedRun, TrainingConfig, fit_best, placement, test_windows
 
@@ -267,7 +268,9 @@ class Forecaster:
 
     @property
     def quantile_levels(self) -> tuple[float, ...]:
-        return self._options.quantiles
+        """The levels of ``predict``'s quantile columns: the fitted predictor's (which may be set), else the
+        ``quantiles`` option."""
+        return self._options.quantiles if self._predictor is None else self._predictor.quantile_levels
 
     @property
     def config(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from forecast.models import (MODELS, DataSpec, ForecastModel, build_model, check
                              model_config_class)
 from forecast.models import model_options as model_option_fields
 from forecast.module import ForecastModule
-from forecast.predictor import is_jsonable, jsonable, private_rng
+from forecast.predictor import is_jsonable, jsonable, private_rng, refuse_point_quantiles
 from forecast.recipes import Recipe, get_recipe
 from forecast.training import TrainingConfig
 
@@ -81,17 +81,6 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
     """Sizes for building a model only to check its options (one variable, four timeF features, a cycle of one)."""
     return DataSpec(seq_len=seq_len, label_len=label_len, pred_len=pred_len, c_in=1, c_out=1,
                     n_time_features=4, season=1)
-
-
-def refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
-    """ConfigError for levels other than the default asked of a model that forecasts points: predict adds quantile
-    columns for probabilistic models only, so they would be ignored. Checked on the options, then at fit on the
-    model built for the data (seasonal_naive's season is the data's)."""
-    if levels and levels != DEFAULT_QUANTILES and not probabilistic:
-        raise ConfigError(f"quantiles={list(levels)} name the quantile columns predict adds for a model that forecasts "
-                          f"a distribution, but {model!r} with these options forecasts points. Fix: leave quantiles "
-                          "out, or choose a probabilistic model (logsparse with head='gaussian', seasonal_naive with "
-                          "seq_len >= season_length + 2).")
 
 
 def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:

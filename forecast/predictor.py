@@ -40,7 +40,7 @@ from forecast.data.panel import Panel
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.files import held, write_atomically, write_text_atomically
-from forecast.metrics import MetricAccumulator, ProbabilisticAccumulator, pivot_report, report
+from forecast.metrics import DEFAULT_QUANTILES, MetricAccumulator, ProbabilisticAccumulator, pivot_report, report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
 from forecast.plotting import plot_forecast, quantile_column
@@ -72,6 +72,17 @@ def private_rng(seed: int | None = None, device: torch.device | None = None) -> 
                 with torch.cuda.device(device):
                     torch.cuda.manual_seed(seed)  # this device only: the others were not forked
         yield
+
+
+def refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
+    """ConfigError for levels other than the default asked of a model that forecasts points: predict adds quantile
+    columns for probabilistic models only, so they would be ignored. Checked on the options, then at fit on the
+    model built for the data (seasonal_naive's season is the data's), and as a fitted predictor's levels are set."""
+    if levels and levels != DEFAULT_QUANTILES and not probabilistic:
+        raise ConfigError(f"quantiles={list(levels)} name the quantile columns predict adds for a model that forecasts "
+                          f"a distribution, but {model!r} with these options forecasts points. Fix: leave quantiles "
+                          "out, or choose a probabilistic model (logsparse with head='gaussian', seasonal_naive with "
+                          "seq_len >= season_length + 2).")
 
 
 def resolve_table(data: Table) -> Table:
@@ -541,7 +552,9 @@ class Predictor:
 
     @quantile_levels.setter
     def quantile_levels(self, levels: Sequence[float]) -> None:
+        refuse_point_quantiles(self.model_name, tuple(levels), self.model.probabilistic)
         self.module.quantile_levels = levels
+        self.config["quantiles"] = list(self.module.quantile_levels)  # saved with it: a loaded one forecasts alike
 
     @property
     def n_samples(self) -> int:
@@ -552,6 +565,7 @@ class Predictor:
     @n_samples.setter
     def n_samples(self, count: int) -> None:
         self.module.hparams.n_samples = require_int("n_samples", count, 1)
+        self.config["training"] = {**self.config["training"], "n_samples": count}  # saved with it, as the levels
 
     @property
     def input_columns(self) -> list[Hashable]:

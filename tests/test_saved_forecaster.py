@@ -89,6 +89,25 @@ def test_an_edited_recipe_is_refused_on_load(naive, tmp_path):
         Forecaster.load(directory)
 
 
+def test_the_quantile_levels_and_sample_paths_set_on_a_fitted_model_are_saved_with_it(frame, tmp_path):
+    """The setters changed the module only: the saved config kept the old levels and 100 paths, so the loaded
+    model forecast other columns from other draws, and Forecaster.quantile_levels kept reporting the old levels."""
+    fc = Forecaster("seasonal_naive", **WINDOW).fit(frame)
+    fc.predictor.quantile_levels = (0.05, 0.5, 0.95)
+    fc.predictor.n_samples = 40
+    assert fc.quantile_levels == (0.05, 0.5, 0.95)
+    loaded = Forecaster.load(fc.save(tmp_path / "model"))
+    assert loaded.quantile_levels == (0.05, 0.5, 0.95) and loaded.predictor.n_samples == 40
+    pd.testing.assert_frame_equal(loaded.predict(frame), fc.predict(frame), check_exact=True)
+
+
+def test_levels_set_on_a_point_model_are_refused_as_the_option_is(naive):
+    """They were taken, saved, and made the saved model unloadable ("the file was edited or damaged")."""
+    with pytest.raises(ConfigError, match=r"quantiles=\[0.05, 0.95\] .* 'naive' with these options forecasts points"):
+        naive.predictor.quantile_levels = (0.05, 0.95)
+    assert naive.quantile_levels == (0.1, 0.5, 0.9)
+
+
 def replace_weights(directory, state) -> None:
     """Write ``state`` as the run's model.pt and record its sha256, as a save would have."""
     torch.save(state, directory / "model.pt")
