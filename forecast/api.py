@@ -390,8 +390,9 @@ class Forecaster:
         pairs this fit's scaler with another fit's weights. A second process fitting the same ``run_dir`` meanwhile
         is refused (the folder's ``.fit.lock``).
         """
-        self._options = self._options.with_reading(reading)
-        self._run, self._predictor = _train(self._options, data, split, run_dir, resume)
+        options = self._options.with_reading(reading)  # kept only by a fit that succeeds: a failed one changes nothing
+        self._run, self._predictor = _train(options, data, split, run_dir, resume)
+        self._options = options
         return self
 
     # ---------------------------------------------------------------------- evaluate

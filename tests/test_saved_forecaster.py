@@ -12,7 +12,7 @@ import torch
 
 from forecast import Forecaster
 from forecast.data.splits import FractionSplit
-from forecast.errors import ConfigError
+from forecast.errors import ConfigError, DataError
 from forecast.predictor import _last_rows, jsonable
 
 WINDOW = dict(seq_len=32, label_len=16, pred_len=8)
@@ -106,6 +106,20 @@ def test_levels_set_on_a_point_model_are_refused_as_the_option_is(naive):
     with pytest.raises(ConfigError, match=r"quantiles=\[0.05, 0.95\] .* 'naive' with these options forecasts points"):
         naive.predictor.quantile_levels = (0.05, 0.95)
     assert naive.quantile_levels == (0.1, 0.5, 0.9)
+
+
+def test_a_fit_that_fails_changes_nothing(frame):
+    """Its reading options were kept before it trained: the corrected fit failed again with the typo's error, and a
+    fitted forecaster read every later frame with them (evaluate raised MissingDateColumnError)."""
+    fresh = Forecaster("naive", **WINDOW)
+    with pytest.raises(DataError, match="load"):
+        fresh.fit(frame, target="load")
+    assert fresh.fit(frame).is_fitted
+    fitted = Forecaster("naive", **WINDOW).fit(frame)
+    before = fitted.evaluate(frame)
+    with pytest.raises(DataError, match="when"):
+        fitted.fit(frame, date_column="when")
+    pd.testing.assert_frame_equal(fitted.evaluate(frame), before)
 
 
 def replace_weights(directory, state) -> None:
