@@ -210,7 +210,7 @@ PANEL = [
         "                         \"2024-12-31\", freq=\"D\")\n"
         "    promo = (rng.random(len(days)) < 0.15).astype(int)\n"
         "    level = rng.uniform(50, 400)\n"
-        "    weekly = 1 + 0.25 * np.sin(2 * np.pi * days.dayofweek / 7)\n"
+        "    weekly = 1 + 0.25 * np.sin(2 * np.pi * days.day_of_week / 7)\n"
         "    sales = level * weekly * (1 + 0.3 * promo) * rng.lognormal(0, 0.05, len(days))\n"
         "    rows.append(pd.DataFrame({\"store\": f\"store_{store:02d}\", \"date\": days, \"sales\": sales.round(1),\n"
         "                              \"promo\": promo, \"region\": [\"north\", \"south\", \"west\"][store % 3]}))\n"
