@@ -12,7 +12,7 @@ import torch
 
 from forecast import Forecaster
 from forecast.data.splits import FractionSplit
-from forecast.errors import ConfigError, DataError
+from forecast.errors import ConfigError, DataError, MissingDateColumnError
 from forecast.predictor import _last_rows, jsonable
 
 WINDOW = dict(seq_len=32, label_len=16, pred_len=8)
@@ -120,6 +120,14 @@ def test_a_fit_that_fails_changes_nothing(frame):
     with pytest.raises(DataError, match="when"):
         fitted.fit(frame, date_column="when")
     pd.testing.assert_frame_equal(fitted.evaluate(frame), before)
+
+
+def test_new_rows_whose_date_column_has_another_name_are_told_to_rename_it(naive, frame):
+    """The fit's advice, "pass date_column=...", was given for predict and evaluate, which take no such argument."""
+    for renamed in (frame.rename(columns={"date": "ts"}), frame.set_index("date").rename_axis("ts")):
+        with pytest.raises(MissingDateColumnError, match=r"fitted with its timestamps in 'date'.*rename") as error:
+            naive.predict(renamed)
+        assert "date_column=" not in str(error.value)
 
 
 def replace_weights(directory, state) -> None:

@@ -1395,7 +1395,17 @@ def prepare_series(
     require_choice("features", features, FEATURES)
     require_choice("fill_nan", fill_nan, (None, *FILL_POLICIES))
     frame, origin = read_table(data)
-    dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
+    try:
+        dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
+    except MissingDateColumnError as error:
+        if fitted_columns is None or date_column is None:
+            raise
+        # New rows of a fitted series are read with the fit's date column, which no call reading them takes.
+        raise MissingDateColumnError(
+            f"{str(error).partition(' Fix:')[0]} The model was fitted with its timestamps in {date_column!r} and "
+            f"reads new rows the same way. Fix: name the timestamp column (or the DatetimeIndex) {date_column!r}: "
+            f"df.rename(columns={{'<its name>': {date_column!r}}}), or df.rename_axis({date_column!r})."
+        ) from None
     dates = to_zone(dates, time_zone, column=date_column if date_column is not None else "<index>", origin=origin,
                     on_index=date_column not in frame.columns)
     try:
