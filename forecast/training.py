@@ -39,6 +39,7 @@ from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, EMA
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.loggers import CSVLogger, Logger
 from lightning.pytorch.profilers import Profiler
+from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher
 from lightning.pytorch.trainer.states import RunningStage
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
@@ -271,7 +272,8 @@ class EpochLog(Callback):
     :meth:`frame` is the history, one row per epoch; it is saved in checkpoints with the running
     epoch's sums, so a run resumed midway through an epoch keeps the epochs it trained before and
     that epoch's loss over all its steps (its seconds: those before the checkpoint and since the
-    resume).
+    resume). Under DDP the training loss is over every process's windows (the steps before a mid-epoch
+    checkpoint: the first process's, whose sums the checkpoint holds).
     """
 
     def __init__(self, timer: Callable[[], float] = time.perf_counter) -> None:
@@ -290,7 +292,8 @@ class EpochLog(Callback):
         self.on_train_epoch_start(trainer, pl_module)
         if self._resumed is not None:
             running, self._resumed = self._resumed, None
-            self._loss_sum, self._windows = running["loss_sum"], running["windows"]
+            if trainer.is_global_zero:  # the sums of the process that saved them, which the epoch's end adds up
+                self._loss_sum, self._windows = running["loss_sum"], running["windows"]
             self._learning_rate = running["learning_rate"]
             self._val_loss = running.get("val_loss", math.nan)  # absent in checkpoints written before it was kept
             self._started -= running["seconds"]
@@ -317,9 +320,13 @@ class EpochLog(Callback):
             self._val_loss = float(val_loss)
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        loss_sum, windows = float(self._loss_sum), self._windows
+        if trainer.world_size > 1:  # each process trained its share of the windows
+            sums = torch.tensor([loss_sum, windows], dtype=torch.float64, device=pl_module.device)
+            loss_sum, windows = trainer.strategy.reduce(sums, reduce_op="sum").tolist()
         record = {
             "epoch": trainer.current_epoch,
-            "train_loss": float(self._loss_sum) / self._windows if self._windows else float("nan"),
+            "train_loss": loss_sum / windows if windows else float("nan"),
             "val_loss": self._val_loss,
             "learning_rate": self._learning_rate,
             "seconds": self._timer() - self._started,
@@ -427,9 +434,15 @@ class SigtermCheckpoint(Callback):
         self.path = Path(path)
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
-        if isinstance(exception, SIGTERMException) and trainer.training and not trainer.sanity_checking:
-            trainer.save_checkpoint(self.path, weights_only=False)  # the full state: a checkpoint to resume
-            log.info("stopped by SIGTERM after step %d; saved %s", trainer.global_step, self.path)
+        if not (isinstance(exception, SIGTERMException) and trainer.training and not trainer.sanity_checking):
+            return
+        if trainer.world_size > 1:
+            # Saving waits for every process, and Lightning stops them at different steps: both would hang.
+            log.info("stopped by SIGTERM after step %d; the run resumes from its last checkpoint, %s (with several "
+                     "processes the stop is not saved)", trainer.global_step, self.path)
+            return
+        trainer.save_checkpoint(self.path, weights_only=False)  # the full state: a checkpoint to resume
+        log.info("stopped by SIGTERM after step %d; saved %s", trainer.global_step, self.path)
 
 
 class PreValidationCheckpoint(Callback):
@@ -634,6 +647,10 @@ def build_trainer(config: TrainingConfig, run_dir: str | os.PathLike | None,
         extra = f" and Trainer options {sorted(config.extra_trainer_options)}" if config.extra_trainer_options else ""
         raise ConfigError(f"Lightning refuses the training settings {chosen}{extra}: {error} Fix: change the "
                           "setting it names (see lightning.Trainer's documentation).") from error
+    if isinstance(trainer.strategy.launcher, _MultiProcessingLauncher):
+        raise ConfigError(f"strategy={config.strategy!r} trains in processes it starts from this one, and fit "
+                          "cannot take the trained run back from them (its history, best epoch and test report). Fix: "
+                          "strategy='ddp' from a script (python train.py), which starts the other processes itself.")
     if "bf16" in str(trainer.precision) and isinstance(trainer.accelerator, CPUAccelerator) and not cpu_has_bf16():
         log.warning("precision=%s on a CPU without bf16 instructions (oneDNN reports none: no AVX-512 or AMX): "
                     "bf16 matrix products are emulated there, 7-140 times slower than fp32 (benchmarks/README.md, "

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch.utils.data import DistributedSampler
 
 from forecast.data import WindowDataModule
@@ -26,7 +27,7 @@ from forecast.data.sampling import EpochShuffleSampler, eval_sampler
 from forecast.errors import ConfigError
 from forecast.models import DataSpec, build_model
 from forecast.module import ForecastModule
-from forecast.training import lightning_warnings
+from forecast.training import SigtermCheckpoint, TrainingConfig, build_trainer, lightning_warnings
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "ddp_fit.py"
 # 293 hourly rows at 24/12/6 with the 70/10/20 split: 176 train windows (11 steps of 16,
@@ -226,3 +227,36 @@ def test_forecaster_fits_and_evaluates_under_ddp(runs):
                                                         "lightning_logs", "model.pt", "scaler.json"]
     state = torch.load(saved / "model.pt", weights_only=True)
     assert all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point())
+
+
+def test_the_history_under_ddp_is_the_training_loss_over_every_processs_windows(runs):
+    """Each process logged and kept the loss over its own share of the windows: the two histories differed."""
+    single = runs["single"][0]["history_train_loss"]
+    for report in runs["ddp"]:
+        assert report["history_train_loss"] == pytest.approx(single, rel=1e-4)
+
+
+def test_strategies_that_fit_in_processes_they_spawn_are_refused():
+    """ddp_spawn and ddp_notebook trained in child processes: the fit returned no history and no best epoch, kept
+    the last epoch's weights, and evaluate() failed with an AssertionError."""
+    for strategy in ("ddp_spawn", "ddp_notebook"):
+        with pytest.raises(ConfigError, match=rf"strategy='{strategy}' trains in processes it starts .* Fix: "
+                                              r"strategy='ddp' from a script"):
+            build_trainer(TrainingConfig(accelerator="cpu", devices=2, strategy=strategy), None)
+
+
+def test_a_sigterm_under_ddp_saves_no_checkpoint(tmp_path):
+    """Saving is collective and Lightning stops the processes at different steps: the interrupted process waited in
+    save_checkpoint's barrier for one that never came (4 of 5 SIGTERMed 2-process fits hung)."""
+
+    class Trainer:
+        training, sanity_checking, global_step, world_size = True, False, 5, 2
+
+        def save_checkpoint(self, *args, **kwargs):
+            raise AssertionError("a collective call from one process")
+
+    SigtermCheckpoint(tmp_path / "last.ckpt").on_exception(Trainer(), None, SIGTERMException())
+    saved = []
+    Trainer.world_size, Trainer.save_checkpoint = 1, lambda self, path, **kwargs: saved.append(path)
+    SigtermCheckpoint(tmp_path / "last.ckpt").on_exception(Trainer(), None, SIGTERMException())
+    assert saved == [tmp_path / "last.ckpt"]

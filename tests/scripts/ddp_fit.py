@@ -83,6 +83,7 @@ def train_and_report(data: str, out: Path, devices: int, batch_size: int, max_ep
         "n_test": len(datamodule.test_dataset),
         "forecaster_report": {f"{row.scale}/{row.metric}": [float(row.value), int(row.n_windows)]
                               for row in overall.itertuples()},
+        "history_train_loss": forecaster.history["train_loss"].tolist(),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"rank{trainer.global_rank}.json").write_text(json.dumps(report))
