@@ -36,7 +36,6 @@ import torch
 from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.callbacks import Callback, Checkpoint, EarlyStopping, EMAWeightAveraging, ModelCheckpoint, Timer
-from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from lightning.pytorch.loggers import CSVLogger, Logger
 from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher
@@ -238,7 +237,7 @@ class StopKeptEarlyStopping(EarlyStopping):
     """
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self.stopping_reason is not EarlyStoppingReason.NOT_STOPPED:
+        if self.stopped_epoch > 0:  # restored from a run that stopped (as EpochLog reads it)
             trainer.should_stop = True
 
 
