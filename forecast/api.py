@@ -268,8 +268,7 @@ class Forecaster:
 
     @property
     def quantile_levels(self) -> tuple[float, ...]:
-        """The levels of ``predict``'s quantile columns: the fitted predictor's (which may be set), else the
-        ``quantiles`` option."""
+        """The levels of ``predict``'s quantile columns: the fitted predictor's, else the ``quantiles`` option."""
         return self._options.quantiles if self._predictor is None else self._predictor.quantile_levels
 
     @property
