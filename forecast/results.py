@@ -193,24 +193,29 @@ def update_rows(path: str | os.PathLike, update: Callable[[dict[str, str]], bool
         _refuse_unknown_columns(path, reader.fieldnames or ())
         return rows
 
-    changes: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+    def cells(row: dict[str, str]) -> tuple[str, ...]:  # a row's cells, whichever columns its file had
+        return tuple(row.get(column) or "" for column in COLUMNS)
+
+    changes: dict[tuple[str, ...], dict[str, str]] = {}
     for row in rows_of(path.read_text()):
-        read = tuple(row.items())
+        read = dict(row)
         if update(row):
-            changes[read] = {column: value for column, value in row.items() if (column, value) not in read}
+            changes[cells(read)] = {column: value for column, value in row.items() if read.get(column) != value}
     if not changes:
         return 0
     with locked(path):
         rows = rows_of(path.read_text())
+        found: set[tuple[str, ...]] = set()
         applied = 0
         for row in rows:
-            change = changes.get(tuple(row.items()))
-            if change is not None:
-                row.update(change)
+            read = cells(row)
+            if read in changes:
+                row.update(changes[read])
+                found.add(read)
                 applied += 1
-        if applied != len(changes):
-            raise ConfigError(f"{path}: {len(changes) - applied} of the rows being updated were changed by another "
-                              "process meanwhile. Fix: run the update again.")
+        if len(found) != len(changes):
+            raise ConfigError(f"{path}: {len(changes) - len(found)} of the rows being updated were changed by "
+                              "another process meanwhile. Fix: run the update again.")
         _write_atomically(path, rows)
     return applied
 

@@ -236,6 +236,10 @@ class StopKeptEarlyStopping(EarlyStopping):
     weights. Resumed from a stopped run, it ends the fit before any epoch, as the uninterrupted run ended.
     """
 
+    @property
+    def state_key(self) -> str:  # Lightning's: checkpoints written with either class resume with the other
+        return EarlyStopping.__qualname__ + super().state_key.removeprefix(type(self).__qualname__)
+
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.stopped_epoch > 0:  # restored from a run that stopped (as EpochLog reads it)
             trainer.should_stop = True

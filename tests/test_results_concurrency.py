@@ -161,3 +161,26 @@ def test_an_update_of_a_row_another_process_changed_meanwhile_is_refused_and_cha
         forecast.results.update_rows(results, racing_update)
     frame = read_results(results)
     assert frame["commit"].tolist() == ["other"] and frame["rho_risk_0.5"].isna().all()
+
+
+def test_an_update_finds_its_rows_after_an_append_rewrote_an_older_file_and_updates_repeated_rows(tmp_path,
+                                                                                                 monkeypatch):
+    """Rows were matched by their cells in the file's own columns: an append that rewrote a file of an older
+    format into today's columns, or two identical rows, made the update fail as "changed by another process"."""
+    results = tmp_path / "toy.csv"
+    older = COLUMNS[: COLUMNS.index("correction_kept")]
+    row = make_row(0, 0)
+    results.write_text(",".join(older) + "\n" + 2 * (",".join(str(row[column]) for column in older) + "\n"))
+    monkeypatch.setattr(forecast.results, "LOCK_TIMEOUT_S", 0.2)
+    appended = []
+
+    def update(cells: dict[str, str]) -> bool:
+        if not appended:  # another worker finishes a run meanwhile: its append rewrites the file in COLUMNS
+            appended.append(forecast.results.append_row(results, make_row(1, 0)))
+        cells["rho_risk_0.5"] = "0.25"
+        return True
+
+    assert forecast.results.update_rows(results, update) == 2
+    frame = read_results(results)
+    assert frame["model"].tolist() == ["worker0", "worker0", "worker1"]
+    assert frame["rho_risk_0.5"].tolist()[:2] == [0.25, 0.25] and pd.isna(frame["rho_risk_0.5"].tolist()[2])

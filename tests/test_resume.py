@@ -271,6 +271,9 @@ def test_a_run_killed_after_it_stopped_early_resumes_to_its_stop_not_past_it(tmp
     stopped = Forecaster("dlinear", **options).fit(frame, run_dir=tmp_path / "run")
     assert len(stopped.history) < options["max_epochs"]  # it stopped early
     (tmp_path / "run" / "model.pt").unlink()  # killed before the fit finished: its command runs it again
+    state = checkpoint_state(last_checkpoint(tmp_path / "run"))
+    # Lightning's key: checkpoints written before the class (or by Lightning's own) resume with it, and the reverse
+    assert "EarlyStopping{'monitor': 'val_loss', 'mode': 'min'}" in state["callbacks"]
     resumed = Forecaster("dlinear", **options).fit(frame, run_dir=tmp_path / "run")
     # the last epoch's seconds are its end's again: its checkpoint was written as it validated
     pd.testing.assert_frame_equal(resumed.history.drop(columns="seconds"), stopped.history.drop(columns="seconds"))
