@@ -218,11 +218,11 @@ def runs_on_other_versions(key: Mapping[str, Any], runs_dir: Path) -> list[Path]
 
 def row_key(row: Mapping[str, Any]) -> dict[str, Any]:
     """The :data:`~forecast.results.KEY` of a results row as read back (:func:`run_name` takes it): the window
-    and seed as ints, the rest as text; a blank ``data`` cell (rows written before the column) is no data options,
-    as :func:`~forecast.results.read_results` reads it."""
+    and seed as ints, the rest as text; a blank or missing ``data`` cell (rows written before the column) is no
+    data options, as :func:`~forecast.results.read_results` reads it."""
     key = {name: int(row[name]) if name in ("seq_len", "label_len", "pred_len", "seed") else str(row[name])
-           for name in KEY}
-    return {**key, "data": key["data"] or EMPTY_DATA}
+           for name in KEY if name != "data"}
+    return {**key, "data": row.get("data") or EMPTY_DATA}
 
 
 def _blank_if_none(value: float | None) -> float | str:
@@ -286,12 +286,12 @@ def _refit_after_training(experiment: Experiment, trained: _TrainedRun, run_dir:
 
 
 def _commit_throughout(started: str, results: Path) -> str:
-    """The commit a run started at, ``-dirty`` when the checkout changed while it ran (a module it imported
-    after the change may be the new code's)."""
+    """The commit the code started at, ``-dirty`` when the checkout is another now (a module imported after the
+    change may be the new code's)."""
     ended = git_commit(outputs=[results.parent])
     if ended == started:
         return started
-    log.warning("the checkout changed from %s to %s while this run ran: its row records %s-dirty", started, ended,
+    log.warning("the checkout changed from %s to %s while this code ran: its row records %s-dirty", started, ended,
                 started.removesuffix("-dirty"))
     return started.removesuffix("-dirty") + "-dirty"
 
@@ -304,9 +304,13 @@ def run_experiment(
     *,
     callbacks: Sequence[Callback] = (),
     progress: bool | None = None,
+    commit: str | None = None,
 ) -> dict[str, Any] | None:
     """Run ``experiment`` unless its row is in ``results``; returns the appended row, or ``None`` when skipped (its
     row was there before it ran, or another worker's was by the time it finished).
+
+    The row records ``commit``, the commit of the code this process runs (a sweep's: read as it starts; default:
+    read as this run starts), ``-dirty`` when the checkout is not that commit as the row is written.
 
     Checkpoints go to ``runs_dir/<experiment.run_name()>/checkpoints`` every epoch; a run
     that was killed resumes from its ``last.ckpt``. A run that differs from a finished one (its row in
@@ -325,7 +329,7 @@ def run_experiment(
         log.info("already in %s, skipping: %s", results, key)
         return None
     require_appendable(results)  # before the run trains, not after it
-    commit = git_commit(outputs=[results.parent])  # the code this process runs; the checkout may move meanwhile
+    commit = commit or git_commit(outputs=[results.parent])  # the checkout may move while the run trains
     legacy = {**key, "dataset": Path(experiment.dataset).stem}
     if legacy["dataset"] != key["dataset"] and has_row(results, legacy):
         log.warning("%s has a row of this run from before CSV runs were keyed by the sha256 of their file "

@@ -564,8 +564,8 @@ class Predictor:
 
     @n_samples.setter
     def n_samples(self, count: int) -> None:
-        self.module.hparams.n_samples = require_int("n_samples", count, 1)
-        self.config["training"] = {**self.config["training"], "n_samples": count}  # saved with it, as the levels
+        self.module.hparams.n_samples = int(require_int("n_samples", count, 1))  # an np.int64 is no JSON
+        self.config["training"] = {**self.config["training"], "n_samples": self.module.hparams.n_samples}  # saved
 
     @property
     def input_columns(self) -> list[Hashable]:

@@ -51,7 +51,7 @@ from forecast.config import (CONFIG_NAME, DEFAULT_RUNS_DIR, WINDOW_DEFAULTS, Run
 from forecast.errors import ConfigError, ForecastError
 from forecast.experiment import Experiment, run_experiment
 from forecast.results import has_row
-from forecast.training import last_checkpoint
+from forecast.training import git_commit, last_checkpoint
 
 __all__ = ["PlannedRun", "SweepSpec", "SweepSummary", "parse_shard", "plan_sweep", "run_sweep"]
 
@@ -346,6 +346,7 @@ def run_sweep(
     """
     summary = SweepSummary()
     runs = plan_sweep(spec)
+    commit = git_commit(outputs=[spec.results_dir])  # of the code this process runs: every row records it
     for index, run in enumerate(runs, start=1):
         label = f"[{index}/{len(runs)}] {_display_path(run.config_path)} seed {run.experiment.seed}"
         if run.status() == "done":
@@ -355,7 +356,7 @@ def run_sweep(
         announce(f"{label}: running")
         try:
             row = run_experiment(run.experiment, run.results, spec.runs_dir, run.command,
-                                 callbacks=callbacks, progress=progress)
+                                 callbacks=callbacks, progress=progress, commit=commit)
         except Exception as error:  # one failed run (e.g. data not available) must not stop a long sweep
             if fail_fast:
                 raise

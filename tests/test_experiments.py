@@ -86,6 +86,8 @@ def test_a_blank_data_cell_is_a_run_without_data_options(tmp_path):
 
     as_written = {column: str(value) for column, value in row(seed=0).items()}
     assert run_name(row_key({**as_written, "data": ""})) == run_name(row_key(as_written))
+    older = {column: value for column, value in as_written.items() if column != "data"}  # a file without the column
+    assert run_name(row_key(older)) == run_name(row_key(as_written))
 
 
 def test_rows_written_before_data_options_were_keyed_stay_done_and_apart_from_a_panels(tmp_path):

@@ -94,7 +94,7 @@ def test_the_quantile_levels_and_sample_paths_set_on_a_fitted_model_are_saved_wi
     model forecast other columns from other draws, and Forecaster.quantile_levels kept reporting the old levels."""
     fc = Forecaster("seasonal_naive", **WINDOW).fit(frame)
     fc.predictor.quantile_levels = (0.05, 0.5, 0.95)
-    fc.predictor.n_samples = 40
+    fc.predictor.n_samples = np.int64(40)  # as a count read from an array arrives
     assert fc.quantile_levels == (0.05, 0.5, 0.95)
     loaded = Forecaster.load(fc.save(tmp_path / "model"))
     assert loaded.quantile_levels == (0.05, 0.5, 0.95) and loaded.predictor.n_samples == 40
@@ -139,7 +139,8 @@ def replace_weights(directory, state) -> None:
 
 @pytest.mark.parametrize(("state", "message"), [
     ({"weight": [1.0, 2.0]}, r"model.pt is not a state_dict of tensors"),
-    ({"projection.weight": torch.zeros(2, 2)}, r"(?s)model.pt does not fit the model in config.json: .*projection.weight"),
+    ({"projection.weight": torch.zeros(2, 2)},
+     r"(?s)model.pt does not fit the model in config.json: .*projection.weight"),
 ])
 def test_weights_that_are_not_the_models_are_refused_on_load(naive, tmp_path, state, message):
     directory = naive.save(tmp_path / "model")

@@ -96,6 +96,22 @@ def test_a_run_whose_data_is_missing_fails_alone_with_its_message_and_no_traceba
     assert "missing.csv" in failure.getMessage() and not failure.exc_info  # a DataError says it all
 
 
+def test_every_row_of_a_sweep_records_the_commit_its_process_started_at(toy, monkeypatch):
+    """Each run read the commit as it started: after the checkout moved, a later run of the same process recorded
+    the new commit, clean, for the code imported at the process's start."""
+    import forecast.experiment
+    import forecast.sweep
+
+    reads = iter(["0123abcd"])
+    later = "4567ef01"  # the checkout moved once the sweep started
+    monkeypatch.setattr(forecast.sweep, "git_commit", lambda **_: next(reads, later))
+    monkeypatch.setattr(forecast.experiment, "git_commit", lambda **_: next(reads, later))
+    _, spec = toy
+    summary = run_sweep(spec.updated(seeds=[0, 1]))
+    assert len(summary.ran) == 2
+    assert read_results(spec.results_dir / "toy.csv")["commit"].tolist() == ["0123abcd-dirty"] * 2
+
+
 def test_sweep_appends_one_row_per_run_and_a_second_sweep_adds_none(sweep_dirs):
     spec = sweep_dirs.updated(seeds=[0, 1])
     summary = run_sweep(spec)
