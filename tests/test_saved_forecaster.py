@@ -128,6 +128,10 @@ def test_new_rows_whose_date_column_has_another_name_are_told_to_rename_it(naive
         with pytest.raises(MissingDateColumnError, match=r"fitted with its timestamps in 'date'.*rename") as error:
             naive.predict(renamed)
         assert "date_column=" not in str(error.value)
+    indexed = Forecaster("naive", **WINDOW).fit(frame.set_index("date").rename_axis(None))  # an unnamed index
+    with pytest.raises(MissingDateColumnError, match=r"timestamps in a DatetimeIndex.*set_index") as error:
+        indexed.predict(frame.reset_index(drop=True).drop(columns="date"))
+    assert "date_column=" not in str(error.value)
 
 
 def replace_weights(directory, state) -> None:

@@ -1398,14 +1398,16 @@ def prepare_series(
     try:
         dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
     except MissingDateColumnError as error:
-        if fitted_columns is None or date_column is None:
+        if fitted_columns is None:
             raise
         # New rows of a fitted series are read with the fit's date column, which no call reading them takes.
-        raise MissingDateColumnError(
-            f"{str(error).partition(' Fix:')[0]} The model was fitted with its timestamps in {date_column!r} and "
-            f"reads new rows the same way. Fix: name the timestamp column (or the DatetimeIndex) {date_column!r}: "
-            f"df.rename(columns={{'<its name>': {date_column!r}}}), or df.rename_axis({date_column!r})."
-        ) from None
+        fix = ("index the rows by their timestamps (df.set_index('<the timestamp column>')), as the fitted rows were"
+               if date_column is None else
+               f"name the timestamp column (or the DatetimeIndex) {date_column!r}: "
+               f"df.rename(columns={{'<its name>': {date_column!r}}}), or df.rename_axis({date_column!r})")
+        fitted_with = "a DatetimeIndex" if date_column is None else repr(date_column)
+        raise MissingDateColumnError(f"{str(error).partition(' Fix:')[0]} The model was fitted with its timestamps in "
+                                     f"{fitted_with} and reads new rows the same way. Fix: {fix}.") from None
     dates = to_zone(dates, time_zone, column=date_column if date_column is not None else "<index>", origin=origin,
                     on_index=date_column not in frame.columns)
     try:
