@@ -13,8 +13,9 @@
 # PreValidationCheckpoint, since 2026-11-27), so the resumed run repeats that one step and the validation.
 #
 # GRID_DIR (default ../runs) holds the worktree (wt-<commit>), the run folders (runs/), NAME.log, NAME.pid and
-# NAME.commit; COMMIT pins the code (default: the worker's NAME.commit, so that the same command resumes its runs
-# on the code that started them, else HEAD); PYTHON (default .venv/bin/python) has the package's dependencies.
+# NAME.commit; COMMIT pins the code (default: the commit NAME.commit recorded for the same sweep options, so that
+# the same command resumes its runs on the code that started them, else HEAD); PYTHON (default
+# .venv/bin/python) has the package's dependencies.
 # Rows go to the worktree's experiments/results/: merge them with
 #   python experiments/merge_results.py "$GRID_DIR/wt-<commit>/experiments/results"
 set -euo pipefail
@@ -24,6 +25,8 @@ if [ $# -lt 1 ] || [[ $1 == -* ]]; then
   exit 2
 fi
 : "${FORECAST_DATA_DIR:?set FORECAST_DATA_DIR to the benchmark CSVs (../shared/datasets)}"
+[ -d "$FORECAST_DATA_DIR" ] || { echo "FORECAST_DATA_DIR=$FORECAST_DATA_DIR is not a folder: set it to the \
+benchmark CSVs (../shared/datasets)" >&2; exit 2; }
 # Absolute: the worker runs in the worktree, where a path relative to the checkout names nothing.
 FORECAST_DATA_DIR=$(cd "$FORECAST_DATA_DIR" && pwd)
 export FORECAST_DATA_DIR
@@ -33,10 +36,16 @@ python=${PYTHON:-.venv/bin/python}
 python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python")  # absolute, a venv's link kept
 mkdir -p "${GRID_DIR:-../runs}"
 grid=$(cd "${GRID_DIR:-../runs}" && pwd)
+options=$(printf '%q ' "$@")
 pinned=${COMMIT:-}
 if [ -z "$pinned" ] && [ -f "$grid/$name.commit" ]; then
-  pinned=$(cat "$grid/$name.commit")
-  echo "worker $name: resuming at its commit $pinned ($grid/$name.commit; COMMIT=... for another)"
+  { IFS= read -r recorded; IFS= read -r recorded_options || true; } < "$grid/$name.commit"
+  if [ "$recorded_options" = "$options" ]; then
+    pinned=$recorded
+    echo "worker $name: resuming at its commit $pinned ($grid/$name.commit; COMMIT=... for another)"
+  else
+    echo "worker $name: other sweep options than its last ($grid/$name.commit): at HEAD"
+  fi
 fi
 commit=$(git rev-parse --short=7 "${pinned:-HEAD}")
 tree=$grid/wt-$commit
@@ -44,7 +53,7 @@ if [ ! -d "$tree" ]; then
   git worktree prune  # a worktree whose folder was lost with GRID_DIR is still registered, and add refuses it
   git worktree add --quiet --detach "$tree" "$commit"
 fi
-echo "$commit" > "$grid/$name.commit"
+printf '%s\n%s\n' "$commit" "$options" > "$grid/$name.commit"
 cd "$tree"
 # PYTHONPATH: the worktree's package, not the checkout's editable install. `python -m forecast` sets the allocator
 # itself as it starts (forecast.cli.console, forecast/allocator.py).

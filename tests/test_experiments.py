@@ -1197,8 +1197,8 @@ def test_background_sweep_resumes_a_worker_at_its_commit_with_the_data_it_was_gi
                    "FORECAST_DATA_DIR": os.path.relpath(data, ROOT)}
     tree = grid / f"wt-{previous}"
 
-    def start(**extra: str) -> str:
-        started = subprocess.run(["bash", "experiments/background_sweep.sh", "A", "--dry_run"], cwd=ROOT,
+    def start(*options: str, **extra: str) -> str:
+        started = subprocess.run(["bash", "experiments/background_sweep.sh", "A", "--dry_run", *options], cwd=ROOT,
                                  env={**environment, **extra}, capture_output=True, text=True, timeout=120)
         assert started.returncode == 0, started.stderr
         pid = int((grid / "A.pid").read_text())
@@ -1214,6 +1214,15 @@ def test_background_sweep_resumes_a_worker_at_its_commit_with_the_data_it_was_gi
         assert f"resuming at its commit {previous}" in start()  # not HEAD: the commit its runs started at
         subprocess.run(["rm", "-rf", str(tree)], check=True)  # GRID_DIR lost, the checkout kept
         assert f"code at {previous} ({tree})" in start()
+        head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        another = start("--seeds", "1")  # another sweep under the same name: today's code
+        assert "other sweep options than its last" in another and f"code at {head} " in another
+        subprocess.run(["git", "worktree", "remove", "--force", str(grid / f"wt-{head}")], cwd=ROOT,
+                       capture_output=True)
+        missing = subprocess.run(["bash", "experiments/background_sweep.sh", "A"], cwd=ROOT, capture_output=True,
+                                 env={**environment, "FORECAST_DATA_DIR": str(tmp_path / "nowhere")}, text=True)
+        assert missing.returncode == 2 and f"FORECAST_DATA_DIR={tmp_path / 'nowhere'} is not a folder" in missing.stderr
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
