@@ -6,14 +6,18 @@
 #
 # The rows go into experiments/results/ (experiments/merge_results.py: only runs not yet recorded) and into
 # every further RESULTS_DIR (a pinned worktree's, whose drivers then skip those runs); the saved forecasters
-# go into RUNS_DIR (default experiments/runs), each in its run folder, an existing folder left as it is.
+# go into RUNS_DIR (default experiments/runs), each in its run folder, an existing folder left as it is. Paths
+# given are read from the folder it is run in.
 set -euo pipefail
 shopt -s nullglob
 files_at=${1:?usage: experiments/device_unpack.sh FILES_AT [RUNS_DIR [RESULTS_DIR...]]}
-files_at=$(cd "$files_at" 2> /dev/null && pwd || echo "$files_at")  # relative to the caller's folder, not the checkout
-cd "$(dirname "$0")/.."
-runs_dir=${2:-experiments/runs}
+absolute() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }  # the caller's folder, not the checkout's
+files_at=$(absolute "$files_at")
+runs_dir=$(absolute "${2:-$(dirname "$0")/../experiments/runs}")
 shift $(( $# < 2 ? $# : 2 ))
+results_dirs=()
+for results_dir in "$@"; do results_dirs+=("$(absolute "$results_dir")"); done
+cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 [ -f "$files_at/results.tar.gz" ] \
   || { echo "$files_at holds no results.tar.gz: did experiments/device_grid.sh finish?" >&2; exit 1; }
@@ -23,7 +27,7 @@ tar -xzf "$files_at/results.tar.gz" -C "$unpacked"
 parts=("$files_at"/runs.tar.part-*)
 mkdir -p "$unpacked/runs"
 [ ${#parts[@]} -eq 0 ] || cat "${parts[@]}" | tar -x -C "$unpacked"
-for target in experiments/results "$@"; do
+for target in experiments/results ${results_dirs[@]+"${results_dirs[@]}"}; do
   "$PYTHON" experiments/merge_results.py "$unpacked/results" --into "$target"
 done
 mkdir -p "$runs_dir"

@@ -90,8 +90,9 @@ def read_results_file(path: str | os.PathLike, fix: str = "") -> pd.DataFrame:
     unkeyed = sorted(set(KEY) - set(frame.columns))  # a report would drop its rows, a sweep take none for done
     if unkeyed:
         raise ConfigError(f"{path} has no {unkeyed} columns: its rows were written before runs were keyed by them. "
-                          "Fix: give its rows those columns, the recipe and the training settings each run had (this "
-                          "repository's experiments/migrate_results.py reads them from the rows' commands).")
+                          "Fix: give its rows those columns, with the values each run had (this repository's "
+                          "experiments/migrate_results.py reads the recipe and training settings from the rows' "
+                          "commands).")
     return frame
 
 

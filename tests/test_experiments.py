@@ -1329,14 +1329,14 @@ def test_a_summary_cell_shows_the_configured_run_not_another_recipe_or_data_opti
 
 
 def test_device_unpack_reads_a_files_folder_named_relative_to_where_it_is_run(tmp_path):
-    """It moved into the checkout before reading FILES_AT, so the device tool's folder named from anywhere else
-    was "no results.tar.gz"."""
+    """It moved into the checkout before reading FILES_AT and RUNS_DIR, so the device tool's folder named from
+    anywhere else was "no results.tar.gz", and a relative RUNS_DIR was made inside the checkout."""
     packed = tmp_path / "pack" / "results"
     packed.mkdir(parents=True)  # what device_grid.sh returns, with no rows in it
     (tmp_path / "files").mkdir()
     subprocess.run(["tar", "-czf", str(tmp_path / "files" / "results.tar.gz"), "-C", str(packed.parent), "results"],
                    check=True)
-    unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), "files", str(tmp_path / "runs")],
+    unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), "files", "runs"],
                               cwd=tmp_path, env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
                               text=True, timeout=300)
     assert unpacked.returncode == 0, unpacked.stderr
