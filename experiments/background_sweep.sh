@@ -38,13 +38,21 @@ mkdir -p "${GRID_DIR:-../runs}"
 grid=$(cd "${GRID_DIR:-../runs}" && pwd)
 options=$(printf '%q ' "$@")
 pinned=${COMMIT:-}
-if [ -z "$pinned" ] && [ -f "$grid/$name.commit" ]; then
-  { IFS= read -r recorded; IFS= read -r recorded_options || true; } < "$grid/$name.commit"
+recorded='' recorded_options=''
+if [ -f "$grid/$name.commit" ]; then
+  # Two lines, the commit and the options; a file of one line (written before the options were) pins its commit.
+  { IFS= read -r recorded || true; IFS= read -r recorded_options || recorded_options=$options; } < "$grid/$name.commit"
+fi
+if [ -z "$pinned" ] && [ -n "$recorded" ]; then
   if [ "$recorded_options" = "$options" ]; then
     pinned=$recorded
     echo "worker $name: resuming at its commit $pinned ($grid/$name.commit; COMMIT=... for another)"
-  else
-    echo "worker $name: other sweep options than its last ($grid/$name.commit): at HEAD"
+  elif [ "$(git rev-parse --short=7 "$recorded")" != "$(git rev-parse --short=7 HEAD)" ]; then
+    # Run folders are shared by every worktree: its partial runs would resume on other code.
+    echo "worker $name was started at $recorded with the options: $recorded_options" >&2
+    echo "these are other options: $options" >&2
+    echo "Fix: COMMIT=$recorded to go on at its commit, COMMIT=HEAD for today's code, or another NAME." >&2
+    exit 2
   fi
 fi
 commit=$(git rev-parse --short=7 "${pinned:-HEAD}")

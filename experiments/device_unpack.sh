@@ -17,6 +17,7 @@ runs_dir=$(absolute "${2:-$(dirname "$0")/../experiments/runs}")
 shift $(( $# < 2 ? $# : 2 ))
 results_dirs=()
 for results_dir in "$@"; do results_dirs+=("$(absolute "$results_dir")"); done
+case ${PYTHON:-} in */*) PYTHON=$(absolute "$PYTHON") ;; esac  # a path, as the others; a bare name: from PATH
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 [ -f "$files_at/results.tar.gz" ] \

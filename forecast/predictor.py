@@ -31,7 +31,7 @@ from torch import nn
 
 import forecast
 from forecast import datasets as registry
-from forecast.checks import require_choice, require_int
+from forecast.checks import require_choice, require_int, require_levels
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
 from forecast.data.fitted import FittedState
@@ -552,7 +552,10 @@ class Predictor:
 
     @quantile_levels.setter
     def quantile_levels(self, levels: Sequence[float]) -> None:
-        refuse_point_quantiles(self.model_name, tuple(levels), self.model.probabilistic)
+        levels = require_levels("quantile_levels", levels, allow_empty=True)  # floats: numpy's are no JSON
+        if len(set(levels)) != len(levels):
+            raise ConfigError(f"quantile_levels={list(levels)} repeats a level.")
+        refuse_point_quantiles(self.model_name, levels, self.model.probabilistic)
         self.module.quantile_levels = levels
         self.config["quantiles"] = list(self.module.quantile_levels)  # saved with it: a loaded one forecasts alike
 

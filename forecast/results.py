@@ -10,6 +10,7 @@ writers lock different files); it is empty and ignored by git.
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import os
@@ -198,27 +199,25 @@ def update_rows(path: str | os.PathLike, update: Callable[[dict[str, str]], bool
         return tuple(row.get(column) or "" for column in COLUMNS)
 
     changes: dict[tuple[str, ...], dict[str, str]] = {}
+    changed = collections.Counter()  # rows by their cells as read: identical rows are each updated
     for row in rows_of(path.read_text()):
         read = dict(row)
         if update(row):
             changes[cells(read)] = {column: value for column, value in row.items() if read.get(column) != value}
+            changed[cells(read)] += 1
     if not changes:
         return 0
     with locked(path):
         rows = rows_of(path.read_text())
-        found: set[tuple[str, ...]] = set()
-        applied = 0
+        found = collections.Counter(cells(row) for row in rows if cells(row) in changes)
+        if found != changed:
+            lost = sum((changed - found).values())
+            raise ConfigError(f"{path}: {lost} of the rows being updated were changed by another process meanwhile. "
+                              "Fix: run the update again.")
         for row in rows:
-            read = cells(row)
-            if read in changes:
-                row.update(changes[read])
-                found.add(read)
-                applied += 1
-        if len(found) != len(changes):
-            raise ConfigError(f"{path}: {len(changes) - len(found)} of the rows being updated were changed by "
-                              "another process meanwhile. Fix: run the update again.")
+            row.update(changes.get(cells(row), {}))
         _write_atomically(path, rows)
-    return applied
+    return sum(changed.values())
 
 
 def _check_complete(row: dict[str, Any]) -> None:

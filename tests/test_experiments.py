@@ -1216,8 +1216,15 @@ def test_background_sweep_resumes_a_worker_at_its_commit_with_the_data_it_was_gi
         assert f"code at {previous} ({tree})" in start()
         head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        another = start("--seeds", "1")  # another sweep under the same name: today's code
-        assert "other sweep options than its last" in another and f"code at {head} " in another
+        another = subprocess.run(["bash", "experiments/background_sweep.sh", "A", "--dry_run", "--seeds", "1"],
+                                 cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+        # another sweep under the same name: its partial runs, in the shared run folders, would resume on HEAD
+        assert another.returncode == 2 and f"worker A was started at {previous}" in another.stderr
+        assert f"Fix: COMMIT={previous} to go on at its commit, COMMIT=HEAD" in another.stderr
+        (grid / "A.commit").write_text(f"{previous}\n")  # a record written before the options were: one line
+        assert f"resuming at its commit {previous}" in start("--seeds", "1")
+        (grid / "A.commit").write_text("")  # an empty record is none
+        assert f"code at {head} " in start()
         subprocess.run(["git", "worktree", "remove", "--force", str(grid / f"wt-{head}")], cwd=ROOT,
                        capture_output=True)
         missing = subprocess.run(["bash", "experiments/background_sweep.sh", "A"], cwd=ROOT, capture_output=True,
@@ -1336,8 +1343,11 @@ def test_device_unpack_reads_a_files_folder_named_relative_to_where_it_is_run(tm
     (tmp_path / "files").mkdir()
     subprocess.run(["tar", "-czf", str(tmp_path / "files" / "results.tar.gz"), "-C", str(packed.parent), "results"],
                    check=True)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # named from here
+    (tmp_path / "bin" / "python").chmod(0o755)
     unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), "files", "runs"],
-                              cwd=tmp_path, env={**os.environ, "PYTHON": sys.executable}, capture_output=True,
+                              cwd=tmp_path, env={**os.environ, "PYTHON": "bin/python"}, capture_output=True,
                               text=True, timeout=300)
     assert unpacked.returncode == 0, unpacked.stderr
     assert f"0 saved forecasters in {tmp_path / 'runs'}" in unpacked.stdout

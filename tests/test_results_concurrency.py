@@ -184,3 +184,21 @@ def test_an_update_finds_its_rows_after_an_append_rewrote_an_older_file_and_upda
     frame = read_results(results)
     assert frame["model"].tolist() == ["worker0", "worker0", "worker1"]
     assert frame["rho_risk_0.5"].tolist()[:2] == [0.25, 0.25] and pd.isna(frame["rho_risk_0.5"].tolist()[2])
+
+
+def test_an_update_of_one_of_two_identical_rows_changed_meanwhile_is_refused(tmp_path):
+    results = tmp_path / "toy.csv"
+    for _ in range(2):
+        forecast.results.append_row(results, make_row(0, 0))
+    calls = []
+    text = results.read_text().splitlines()
+    changed = text[1].replace(",1.5,", ",2.5,", 1)  # the first row, edited by another process meanwhile
+
+    def update(row: dict[str, str]) -> bool:
+        if not calls:
+            calls.append(results.write_text("\n".join([text[0], changed, text[2]]) + "\n"))
+        row["rho_risk_0.5"] = "0.25"
+        return True
+
+    with pytest.raises(ConfigError, match=r"1 of the rows being updated were changed by another process"):
+        forecast.results.update_rows(results, update)

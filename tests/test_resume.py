@@ -371,7 +371,7 @@ def test_epoch_log_continues_an_epoch_resumed_midway_with_its_loss_and_seconds_b
     now = [5000.0]  # the process's clock, long past zero
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.25)
     trainer = SimpleNamespace(optimizers=[optimizer], callback_metrics={"val_loss": torch.tensor(0.5)},
-                              current_epoch=1, is_global_zero=True, sanity_checking=False)
+                              current_epoch=1, is_global_zero=True, sanity_checking=False, world_size=1)
     before = EpochLog(timer=lambda: now[0])
     before.on_train_epoch_start(trainer, None)
     now[0] += 3.0

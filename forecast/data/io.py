@@ -1398,7 +1398,7 @@ def prepare_series(
     try:
         dates, variables, date_column, date_format = _extract_dates(frame, date_column, origin, freq, date_format)
     except MissingDateColumnError as error:
-        if fitted_columns is None:
+        if fitted_columns is None or "date_column=" not in str(error):  # its own fix stands where it offers no option
             raise
         # New rows of a fitted series are read with the fit's date column, which no call reading them takes.
         fix = ("index the rows by their timestamps (df.set_index('<the timestamp column>')), as the fitted rows were"
