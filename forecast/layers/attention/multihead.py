@@ -27,7 +27,8 @@ class CausalConv1dProjection(nn.Module):
 
     def forward(self, inputs: Tensor) -> Tensor:
         if self.kernel_size == 1:
-            return F.linear(inputs, self.conv.weight[:, :, 0], self.conv.bias)
+            # squeeze, not [:, :, 0]: its backward is a view, where select's allocates and copies the gradient
+            return F.linear(inputs, self.conv.weight.squeeze(2), self.conv.bias)
         channels_first = inputs.transpose(1, 2)  # [B, L, D_in] -> [B, D_in, L]
         padded = F.pad(channels_first, (self.kernel_size - 1, 0))  # [B, D_in, k-1+L]
         return self.conv(padded).transpose(1, 2)  # [B, D_out, L] -> [B, L, D_out]
