@@ -24,18 +24,17 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import Callback
 
-from forecast.checks import did_you_mean, require_bool, require_levels
+from forecast.checks import did_you_mean, require_bool
 from forecast.data import DataConfig, WindowDataModule
 from forecast.data.fitted import FittedState
 from forecast.data.io import Table
 from forecast.errors import ConfigError
 from forecast.metrics import DEFAULT_QUANTILES
-from forecast.plotting import check_forecast_names
 from forecast.models import (MODELS, DataSpec, ForecastModel, build_model, checks_own_options, is_built_in,
                              model_config_class)
 from forecast.models import model_options as model_option_fields
 from forecast.module import ForecastModule
-from forecast.predictor import is_jsonable, jsonable, private_rng, refuse_point_quantiles
+from forecast.predictor import checked_quantiles, is_jsonable, jsonable, private_rng, refuse_point_quantiles
 from forecast.recipes import Recipe, get_recipe
 from forecast.training import TrainingConfig
 
@@ -81,14 +80,6 @@ def _probe_spec(seq_len: int, label_len: int, pred_len: int) -> DataSpec:
     """Sizes for building a model only to check its options (one variable, four timeF features, a cycle of one)."""
     return DataSpec(seq_len=seq_len, label_len=label_len, pred_len=pred_len, c_in=1, c_out=1,
                     n_time_features=4, season=1)
-
-
-def _check_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
-    checked = require_levels("quantiles", levels, allow_empty=True)
-    if len(set(checked)) != len(checked):
-        raise ConfigError(f"quantiles={levels!r} repeats a level.")
-    check_forecast_names((), checked)
-    return tuple(sorted(checked))
 
 
 def _route(options: Mapping[str, Any]) -> tuple[dict, dict, dict, dict]:
@@ -227,7 +218,7 @@ class ForecasterOptions:
             max_epochs = options.pop("max_epochs", TrainingConfig.max_epochs)
         else:
             options.pop("max_epochs", None)
-        levels = _check_quantiles(quantiles)
+        levels = checked_quantiles(quantiles)
         progress = _interactive() if progress is None else require_bool("progress", progress)
         callbacks = list(options.pop("callbacks", None) or [])
         data_options, training_options, trainer_options, model_options = _route(options)

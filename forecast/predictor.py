@@ -43,7 +43,7 @@ from forecast.files import held, write_atomically, write_text_atomically
 from forecast.metrics import DEFAULT_QUANTILES, MetricAccumulator, ProbabilisticAccumulator, pivot_report, report
 from forecast.models import MODELS, DataSpec, ForecastModel, build_model, model_inputs
 from forecast.module import ForecastModule
-from forecast.plotting import plot_forecast, quantile_column
+from forecast.plotting import check_forecast_names, plot_forecast, quantile_column
 from forecast.recipes import resume_settings
 from forecast.training import last_checkpoint, load_checkpoint
 
@@ -72,6 +72,16 @@ def private_rng(seed: int | None = None, device: torch.device | None = None) -> 
                 with torch.cuda.device(device):
                     torch.cuda.manual_seed(seed)  # this device only: the others were not forked
         yield
+
+
+def checked_quantiles(levels: Sequence[float]) -> tuple[float, ...]:
+    """The quantile levels, as floats in (0, 1), sorted; ConfigError for a repeated one or one whose column names
+    would collide."""
+    checked = require_levels("quantiles", levels, allow_empty=True)
+    if len(set(checked)) != len(checked):
+        raise ConfigError(f"quantiles={list(checked)!r} repeats a level.")
+    check_forecast_names((), checked)
+    return tuple(sorted(checked))
 
 
 def refuse_point_quantiles(model: str, levels: tuple[float, ...], probabilistic: bool) -> None:
@@ -552,9 +562,7 @@ class Predictor:
 
     @quantile_levels.setter
     def quantile_levels(self, levels: Sequence[float]) -> None:
-        levels = require_levels("quantile_levels", levels, allow_empty=True)  # floats: numpy's are no JSON
-        if len(set(levels)) != len(levels):
-            raise ConfigError(f"quantile_levels={list(levels)} repeats a level.")
+        levels = checked_quantiles(levels)  # as the option: floats (numpy's are no JSON), sorted
         refuse_point_quantiles(self.model_name, levels, self.model.probabilistic)
         self.module.quantile_levels = levels
         self.config["quantiles"] = list(self.module.quantile_levels)  # saved with it: a loaded one forecasts alike
