@@ -201,21 +201,22 @@ def update_rows(path: str | os.PathLike, update: Callable[[dict[str, str]], bool
     changes: dict[tuple[str, ...], dict[str, str]] = {}
     changed = collections.Counter()  # rows by their cells as read: identical rows are each updated
     for row in rows_of(path.read_text()):
-        read = dict(row)
+        read, key = dict(row), cells(row)
         if update(row):
-            changes[cells(read)] = {column: value for column, value in row.items() if read.get(column) != value}
-            changed[cells(read)] += 1
+            changes[key] = {column: value for column, value in row.items() if read.get(column) != value}
+            changed[key] += 1
     if not changes:
         return 0
     with locked(path):
         rows = rows_of(path.read_text())
-        found = collections.Counter(cells(row) for row in rows if cells(row) in changes)
+        keys = [cells(row) for row in rows]
+        found = collections.Counter(key for key in keys if key in changes)
         if found != changed:
             lost = sum((changed - found).values())
             raise ConfigError(f"{path}: {lost} of the rows being updated were changed by another process meanwhile. "
                               "Fix: run the update again.")
-        for row in rows:
-            row.update(changes.get(cells(row), {}))
+        for row, key in zip(rows, keys, strict=True):
+            row.update(changes.get(key, {}))
         _write_atomically(path, rows)
     return sum(changed.values())
 
