@@ -77,7 +77,8 @@ class ForecastModule(L.LightningModule):
             original units; default: the trainer's datamodule's.
         n_samples, sample_seed: for probabilistic models (``model.probabilistic``), the
             sample paths per window behind the test's rho-risks and interval coverages, drawn from a
-            generator seeded at every test epoch (``predict`` draws its quantiles the same way,
+            generator seeded afresh for every batch, each window from a stream of its own (so its
+            quantiles do not depend on the batch it is in; ``predict`` draws them the same way,
             :class:`~forecast.predictor.Predictor`). A point forecast's rho-risks take it as every
             quantile; it has no interval to cover.
         quantiles: the levels ``predict`` gives (:attr:`quantile_levels`, read as the model forecasts,
@@ -121,7 +122,6 @@ class ForecastModule(L.LightningModule):
         self.test_errors = nn.ModuleDict(
             {"standardized": MetricAccumulator(missing="skip"), "original": MetricAccumulator(missing="skip")})
         self.quantile_levels = quantiles  # builds test_quantiles
-        self._sample_generator: torch.Generator | None = None
         self.test_report: pd.DataFrame | None = None
         self._predict_offset = 0
         self._predict_windows: list[int] | None = None
@@ -252,9 +252,6 @@ class ForecastModule(L.LightningModule):
     def on_test_epoch_start(self) -> None:
         for metric in (*self.test_errors.values(), *self.test_quantiles.values()):
             metric.reset()
-        if self.probabilistic:
-            self._sample_generator = torch.Generator(device=self.device).manual_seed(
-                self.hparams.sample_seed)
 
     def score_batch(self, batch: dict[str, torch.Tensor]
                     ) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict[float, torch.Tensor]]]:
@@ -270,8 +267,9 @@ class ForecastModule(L.LightningModule):
             # those of n_samples paths (linear interpolation, the field's: the central 80% of S paths covers about
             # (S - 1) / (S + 1) of that, 78.4% at 100, of a calibrated forecast's truths).
             levels = self.test_quantiles["standardized"].needed_levels
+            generator = torch.Generator(device=self.device).manual_seed(self.hparams.sample_seed)
             forecast = self.model.quantiles(*model_inputs(self.model.spec, batch), levels, self.hparams.n_samples,
-                                            self._sample_generator)
+                                            generator)
         else:  # the point forecast as every quantile
             forecast = dict.fromkeys(self.test_quantiles["standardized"].rhos, pred)
         scored = {"standardized": (pred, target, forecast)}

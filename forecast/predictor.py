@@ -142,7 +142,6 @@ def series_report(module: ForecastModule, fitted: FittedState, loader: Iterable[
 
     by_series: dict[int, dict[str, tuple[MetricAccumulator, ProbabilisticAccumulator]]] = {}
     module.eval()
-    module.on_test_epoch_start()  # the sampling generator seeded as a test run seeds it
     try:
         with torch.no_grad():
             for batch in loader:

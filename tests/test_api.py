@@ -1132,6 +1132,16 @@ def test_predict_draws_sampled_quantiles_as_evaluate_does(frame):
         np.testing.assert_allclose(future[f"OT_q{level:g}"], expected, rtol=1e-6)
 
 
+def test_evaluate_scores_the_same_sampled_quantiles_at_any_batch_size(frame):
+    """Catches: one generator seeded per test epoch drew the paths of every batch in turn, so a window's sampled
+    quantiles, and the rho-risks and coverages scored from them, changed with the batch size."""
+    seasonal = dict(WINDOW, features="S", season_length=24, quantiles=(0.1, 0.9))
+    reports = [Forecaster("seasonal_naive", **seasonal, batch_size=size).fit(frame).evaluate(frame)
+               for size in (4, 7)]
+    assert "rho_risk_0.1" in reports[0].index and "coverage_0.8" in reports[0].index
+    pd.testing.assert_frame_equal(reports[0], reports[1], rtol=1e-6)
+
+
 # ------------------------------------------------------------------- plots, attention
 
 

@@ -24,6 +24,7 @@ from forecast.models import (
     LogSparseTransformer,
     build_model,
 )
+from forecast.models.base import WindowDraws
 from forecast.models.logsparse_rollout import Rollout
 from forecast.module import ForecastModule
 from forecast.training import lightning_warnings
@@ -375,9 +376,37 @@ def test_autoregressive_samples_are_ancestral_paths():
         repeated = [t.repeat(n_samples, 1, 1) for t in (x, x_mark, y_mark)]  # [S*B, ...]
         forced = model.step_outputs(*repeated, future=paths.reshape(n_samples * 2, 5, 1))
         residual = (paths.reshape(n_samples * 2, 5, 1) - forced.mean[:, -5:]) / forced.scale[:, -5:]
-    draws = torch.Generator().manual_seed(7)
-    expected = torch.stack([torch.randn(n_samples * 2, 1, generator=draws) for _ in range(5)], dim=1)
-    torch.testing.assert_close(residual, expected, rtol=1e-4, atol=1e-4)
+    draws = WindowDraws(s, x, x_mark, y_mark, torch.Generator().manual_seed(7))
+    noise = draws.normal(n_samples, 5, 1)  # [S, B, P, 1]
+    torch.testing.assert_close(residual, noise.reshape(n_samples * 2, 5, 1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("features, options", [
+    pytest.param("M", dict(decoding="autoregressive", head="gaussian"), id="autoregressive-independent-M"),
+    pytest.param("MS", dict(decoding="autoregressive", head="gaussian", channels="joint", revin=True),
+                 id="autoregressive-joint-MS"),
+    pytest.param("M", dict(decoding="one_shot", head="gaussian"), id="one-shot-M"),
+    pytest.param("M", None, id="seasonal-naive-M"),
+])
+def test_a_windows_sample_paths_do_not_depend_on_its_batch(features, options):
+    """Catches: one generator's draws spread over the batch in order (the seventh round's sampler), so a window's
+    paths, and the quantiles evaluate() scores and predict() gives, changed with the batch size, the window's place
+    in it and the windows beside it (a panel's q0.1 moved by up to 4.85 between two batchings)."""
+    s = spec(features, pred_len=5)
+    model = (model_for(s, **options) if options else build_model("seasonal_naive", s, season_length=4)).eval()
+    x, x_mark, y_mark = inputs(s, batch_size=4)
+    order = [2, 0, 3]  # the same windows: another batch size, another order, window 1 left out
+
+    def paths(windows):
+        return model.sample(x[windows], x_mark[windows], y_mark[windows], 6, torch.Generator().manual_seed(3))
+
+    with torch.no_grad():
+        whole, part, alone = paths([0, 1, 2, 3]), paths(order), paths([3])
+    torch.testing.assert_close(part, whole[:, order], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(alone, whole[:, [3]], rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(whole[:, 0], whole[:, 1])  # the windows' draws are not one stream repeated
+    twin = paths([0, 0])  # one window twice: the same paths (its dates seed its stream)
+    torch.testing.assert_close(twin[:, 0], twin[:, 1], rtol=0, atol=0)
 
 
 def test_one_shot_samples_and_quantiles_agree_with_the_predictive_gaussian():

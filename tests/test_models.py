@@ -621,8 +621,8 @@ def test_the_cached_rollout_maps_every_token_embedding_as_the_full_pass_does():
     model.dropout = Halve()
     x, x_mark, y_mark = batch(s)
     with torch.no_grad():
-        cached = Rollout(model, cached=True).forecast(x, x_mark, y_mark, draw=False)
-        uncached = Rollout(model, cached=False).forecast(x, x_mark, y_mark, draw=False)
+        cached = Rollout(model, cached=True).forecast(x, x_mark, y_mark)
+        uncached = Rollout(model, cached=False).forecast(x, x_mark, y_mark)
     torch.testing.assert_close(cached, uncached, rtol=1e-4, atol=1e-5)
 
 

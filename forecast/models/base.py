@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -125,10 +126,53 @@ def model_inputs(spec: DataSpec, batch: Mapping[str, Tensor]) -> tuple[Tensor, T
 
 
 # The sample paths behind a sampling model's quantiles, and the seed of the generator that draws them afresh
-# for every predict() call and every evaluate() (ForecastModule's n_samples, sample_seed): predict() gives the
-# quantiles evaluate() scores. Not the training seed, so evaluate()'s published numbers stay as they were.
+# for every batch of predict() and evaluate() (ForecastModule's n_samples, sample_seed; each window from a stream of
+# its own, WindowDraws): predict() gives the quantiles evaluate() scores. Not the training seed, so evaluate()'s
+# published numbers stay as they were.
 SAMPLE_PATHS = 100
 SAMPLE_SEED = 0
+
+
+class WindowDraws:
+    """Random draws for a batch of windows, each window from a stream of its own.
+
+    A window's stream is seeded by one draw from ``generator`` (the global RNG when None) and the window's
+    calendar features (the first ``spec.n_time_features`` columns of ``x_mark, y_mark``: its dates), so its
+    sample paths do not depend on the other windows of its batch or on its place there: the same window
+    forecast alone, in another batch or in another order gets the same paths from a generator in the same state.
+    Not on its values, covariates or codes either: a window shifted or scaled draws what it drew (RevIN's
+    invariance holds for sampled quantiles too), and a model that ignores a panel's covariates forecasts the
+    same quantiles whatever they hold. Windows with the same dates (a panel's series at one time, a series
+    without calendar features) draw alike, which leaves each window's paths a sample of its own forecast.
+    Successive draws continue the streams.
+    """
+
+    def __init__(self, spec: DataSpec, x: Tensor, x_mark: Tensor, y_mark: Tensor,
+                 generator: torch.Generator | None) -> None:
+        draw_device = generator.device if generator is not None else torch.device("cpu")
+        key = int(torch.randint(2**62, (1,), generator=generator, device=draw_device)).to_bytes(8, "little")
+        calendar = slice(0, spec.n_time_features)
+        marks = [tensor[..., calendar].detach().to("cpu", torch.float64).numpy() for tensor in (x_mark, y_mark)]
+        self.like = x
+        self.streams = []
+        for window in range(x.shape[0]):
+            digest = hashlib.blake2b(key=key, digest_size=8)
+            for values in marks:
+                digest.update(values[window].tobytes())
+            seed = int.from_bytes(digest.digest(), "little")
+            self.streams.append(torch.Generator(device=x.device).manual_seed(seed))
+
+    def normal(self, count: int, steps: int, width: int) -> Tensor:
+        """Standard normal draws ``[count, B, steps, width]`` of ``x``'s dtype."""
+        shape, like = (count, steps, width), self.like
+        return torch.stack([torch.randn(shape, generator=stream, device=like.device, dtype=like.dtype)
+                            for stream in self.streams], dim=1)  # [count, B, steps, width]
+
+    def integers(self, high: int, count: int, steps: int, width: int) -> Tensor:
+        """Integers in ``[0, high)`` drawn uniformly, ``[count, B, steps, width]``."""
+        shape = (count, steps, width)
+        return torch.stack([torch.randint(high, shape, generator=stream, device=self.like.device)
+                            for stream in self.streams], dim=1)  # [count, B, steps, width]
 
 
 def check_batch(spec: DataSpec, model: str, x: Tensor, x_mark: Tensor, y_mark: Tensor, future: Tensor | None = None,

@@ -75,9 +75,9 @@ from forecast.layers.normalization import (
     documents_revin_options,
     validate_revin_options,
 )
-from forecast.models.base import (SAMPLE_PATHS, DataSpec, ForecastModel, check_batch, model_inputs, observed_loss,
-                                  observed_target, path_quantiles)
-from forecast.models.logsparse_rollout import Rollout, standard_normal
+from forecast.models.base import (SAMPLE_PATHS, DataSpec, ForecastModel, WindowDraws, check_batch, model_inputs,
+                                  observed_loss, observed_target, path_quantiles)
+from forecast.models.logsparse_rollout import Rollout
 from forecast.models.logsparse_tokens import TokenLayout
 
 __all__ = ["LogSparseConfig", "LogSparseTransformer", "StepPrediction"]
@@ -311,7 +311,7 @@ class LogSparseTransformer(ForecastModel):
         if self.config.decoding == "one_shot":
             return self.step_outputs(x, x_mark, y_mark).mean[:, -self.spec.pred_len :]
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
-        return Rollout(self, cached=self.kv_cache).forecast(x, x_mark, y_mark, draw=False)
+        return Rollout(self, cached=self.kv_cache).forecast(x, x_mark, y_mark)
 
     # -- training ----------------------------------------------------------------------------
 
@@ -414,10 +414,13 @@ class LogSparseTransformer(ForecastModel):
 
         Autoregressive: ancestral sampling, each path feeding back its own draws
         (``chunk_size`` paths at a time bounds memory; all at once by default).
-        One-shot: independent draws per step from the predictive Gaussians. Draws come
-        from ``generator`` (the global RNG when None; a given seed reproduces the paths
-        for the same ``chunk_size``); dropout follows the module's mode (with the rollout's
-        key/value cache, a token's dropout masks are drawn once, when it is computed).
+        One-shot: independent draws per step from the predictive Gaussians. Each window
+        draws from a stream of its own, seeded by one draw from ``generator`` (the global
+        RNG when None) and the window's dates (:class:`~forecast.models.base.WindowDraws`):
+        a generator in the same state gives a window the same paths in any batch, and a
+        given seed reproduces them for the same ``chunk_size``. Dropout follows the module's
+        mode (with the rollout's key/value cache, a token's dropout masks are drawn once,
+        when it is computed) and draws from the global RNG.
         """
         self._require_gaussian("sample")
         require_int("n_samples", n_samples, 1)
@@ -426,7 +429,8 @@ class LogSparseTransformer(ForecastModel):
         if self.config.decoding == "one_shot":
             prediction = self.step_outputs(x, x_mark, y_mark)
             mean, scale = prediction.mean[:, -horizon:], prediction.scale[:, -horizon:]  # [B, P, C_out]
-            return mean + scale * standard_normal((n_samples, *mean.shape), mean, generator)  # [S, B, P, C_out]
+            draws = WindowDraws(self.spec, x, x_mark, y_mark, generator)
+            return mean + scale * draws.normal(n_samples, horizon, self.spec.c_out)  # [S, B, P, C_out]
         check_batch(self.spec, "LogSparseTransformer", x, x_mark, y_mark)
         return Rollout(self, cached=self.kv_cache).paths(x, x_mark, y_mark, n_samples, generator, chunk_size)
 

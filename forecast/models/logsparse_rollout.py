@@ -10,7 +10,6 @@ whole prefix at every step instead, the reference the cache is tested and timed 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -19,17 +18,12 @@ from torch import Tensor
 
 from forecast.layers.decoding import KeyValueCache
 from forecast.layers.masks import logsparse_offsets
+from forecast.models.base import WindowDraws
 
 if TYPE_CHECKING:
     from forecast.models.logsparse import LogSparseTransformer
 
-__all__ = ["Rollout", "standard_normal"]
-
-
-def standard_normal(shape: Sequence[int], like: Tensor, generator: torch.Generator | None) -> Tensor:
-    """Standard normal draws of ``like``'s dtype and device, from ``generator`` (its own device) when given."""
-    device = generator.device if generator is not None else like.device
-    return torch.randn(tuple(shape), generator=generator, device=device, dtype=like.dtype).to(like.device)
+__all__ = ["Rollout"]
 
 
 class Rollout:
@@ -37,38 +31,42 @@ class Rollout:
 
     Calling it with the model's tokens (lagged values and known flags ``[B', T, V]``, marks
     ``[B', T, F]``, series ids ``[B']`` or None) returns the fed-back values ``[B', P, n_out]``
-    on the network's (normalized) scale. ``draw`` feeds back a draw from each step's Gaussian
-    (from ``generator``) instead of its mean.
+    on the network's (normalized) scale. ``noise`` (standard normal ``[B', P, n_out]``) feeds
+    back a draw from each step's Gaussian instead of its mean.
     """
 
     def __init__(self, model: LogSparseTransformer, cached: bool = True) -> None:
         self.model = model
         self.cached = cached
 
-    def __call__(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
-                 generator: torch.Generator | None = None) -> Tensor:
+    def __call__(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None,
+                 noise: Tensor | None = None) -> Tensor:
         decode = self._cached if self.cached else self._uncached
-        return decode(lagged, known, marks, series_ids, draw, generator)
+        return decode(lagged, known, marks, series_ids, noise)
 
-    def forecast(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, draw: bool,
-                 generator: torch.Generator | None = None) -> Tensor:
-        """The model's autoregressive forecast ``[B, P, C_out]`` of a batch: its means fed back, or a draw
-        when ``draw``, made on the normalized scale and mapped back with the window's statistics."""
+    def forecast(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, noise: Tensor | None = None) -> Tensor:
+        """The model's autoregressive forecast ``[B, P, C_out]`` of a batch: its means fed back, or with
+        ``noise`` (standard normal ``[B, P, C_out]``) a draw, made on the normalized scale and mapped back with
+        the window's statistics."""
         model = self.model
         stats, *tokens = model.layout.tokens(x, x_mark, y_mark, revin=model.revin)
-        fed_back = self(*tokens, draw, generator)  # [B', P, n_out]
+        noise = None if noise is None else model.layout.rows(noise)  # [B, P, C_out] -> [B', P, n_out]
+        fed_back = self(*tokens, noise)  # [B', P, n_out]
         return model.layout.outputs(fed_back, stats, model.revin)  # [B', P, n_out] -> [B, P, C_out]
 
     def paths(self, x: Tensor, x_mark: Tensor, y_mark: Tensor, n_samples: int,
               generator: torch.Generator | None = None, chunk_size: int | None = None) -> Tensor:
-        """Ancestral sample paths ``[S, B, P, C_out]``, each feeding back its own draws, ``chunk_size``
-        paths of every window at a time (all at once by default)."""
+        """Ancestral sample paths ``[S, B, P, C_out]``, each feeding back its own draws (each window's from
+        its own stream: :class:`~forecast.models.base.WindowDraws`), ``chunk_size`` paths of every window at a
+        time (all at once by default)."""
         batch, horizon, c_out = x.shape[0], self.model.spec.pred_len, self.model.spec.c_out
+        draws = WindowDraws(self.model.spec, x, x_mark, y_mark, generator)
         paths = []
         for start in range(0, n_samples, chunk_size or n_samples):
             count = min(chunk_size or n_samples, n_samples - start)
             repeated = (tensor.repeat(count, 1, 1) for tensor in (x, x_mark, y_mark))  # [count*B, ...]
-            drawn = self.forecast(*repeated, draw=True, generator=generator)  # [count*B, P, C_out]
+            noise = draws.normal(count, horizon, c_out).flatten(0, 1)  # [count, B, P, C_out] -> [count*B, P, C_out]
+            drawn = self.forecast(*repeated, noise)  # [count*B, P, C_out]
             paths.append(drawn.reshape(count, batch, horizon, c_out))  # -> [count, B, P, C_out]
         return torch.cat(paths, dim=0)
 
@@ -99,18 +97,18 @@ class Rollout:
         return cache.step(model.dropout(token[:, 0]), position)  # [B', 1, D] -> [B', D]
 
     @staticmethod
-    def _next_value(mean: Tensor, scale: Tensor | None, draw: bool, generator: torch.Generator | None) -> Tensor:
-        """The value ``[B', n_out]`` fed back for a forecast step: its mean, or a draw when ``draw``."""
-        if not draw:
+    def _next_value(mean: Tensor, scale: Tensor | None, noise: Tensor | None, step: int) -> Tensor:
+        """The value ``[B', n_out]`` fed back for horizon step ``step``: its mean, or with ``noise`` a draw."""
+        if noise is None:
             return mean
-        return mean + scale * standard_normal(mean.shape, mean, generator)
+        return mean + scale * noise[:, step]
 
     def _exogenous_pad(self) -> tuple[int, int]:
         """Left padding of a fed-back value to a token's inputs: exogenous inputs stay unknown over the horizon."""
         return self.model.layout.n_inputs - self.model.layout.n_outputs, 0
 
-    def _uncached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
-                  generator: torch.Generator | None) -> Tensor:
+    def _uncached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None,
+                  noise: Tensor | None) -> Tensor:
         """Fed-back values ``[B', P, n_out]``, each step a full pass over the whole prefix (the reference)."""
         model, pad = self.model, self._exogenous_pad()
         length = model.spec.seq_len
@@ -123,11 +121,11 @@ class Rollout:
                 step_lagged = torch.cat([step_lagged, F.pad(values, pad)], dim=1)  # [B', end, V]
                 step_known = torch.cat([step_known, F.pad(torch.ones_like(values), pad)], dim=1)
             mean, scale = model._predict(step_lagged, step_known, marks[:, :end], series_ids)
-            fed_back.append(self._next_value(mean[:, -1], None if scale is None else scale[:, -1], draw, generator))
+            fed_back.append(self._next_value(mean[:, -1], None if scale is None else scale[:, -1], noise, step))
         return torch.stack(fed_back, dim=1)
 
-    def _cached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None, draw: bool,
-                generator: torch.Generator | None) -> Tensor:
+    def _cached(self, lagged: Tensor, known: Tensor, marks: Tensor, series_ids: Tensor | None,
+                noise: Tensor | None) -> Tensor:
         """Fed-back values ``[B', P, n_out]``: one pass over tokens 0..L, then one token per step on the caches.
 
         Equal to :meth:`_uncached` to float rounding, sometimes bit for bit but not in
@@ -150,5 +148,5 @@ class Rollout:
                 hidden = self.step(F.pad(value, pad), F.pad(torch.ones_like(value), pad), marks[:, position],
                                    series_ids, position, cache)
             mean, scale = model._head(model.norm(hidden))  # [B', n_out] each
-            fed_back.append(self._next_value(mean, scale, draw, generator))
+            fed_back.append(self._next_value(mean, scale, noise, position - length))
         return torch.stack(fed_back, dim=1)

@@ -9,7 +9,7 @@ import torch
 
 from forecast.checks import require_int
 from forecast.errors import ConfigError
-from forecast.models.base import DataSpec, ForecastModel, check_batch
+from forecast.models.base import DataSpec, ForecastModel, WindowDraws, check_batch
 
 
 class RepeatLast(ForecastModel):
@@ -125,8 +125,8 @@ class SeasonalNaive(ForecastModel):
         differences = values[:, m:] - values[:, :-m]  # [B, L - m, C_out]
         differences = differences - differences.mean(dim=1, keepdim=True)
         seasons = math.ceil(self.spec.pred_len / m)
-        drawn = torch.randint(length - m, (n_samples, batch, seasons * m, channels), generator=generator,
-                              device=values.device)  # [S, B, K*m, C_out] indices into L - m
+        draws = WindowDraws(self.spec, x, x_mark, y_mark, generator)  # each window's from a stream of its own
+        drawn = draws.integers(length - m, n_samples, seasons * m, channels)  # [S, B, K*m, C_out] indices into L - m
         pool = differences.unsqueeze(0).expand(n_samples, -1, -1, -1)  # [S, B, L - m, C_out]
         innovations = torch.gather(pool, 2, drawn)  # [S, B, K*m, C_out]
         innovations = innovations.view(n_samples, batch, seasons, m, channels)  # [S, B, K, m, C_out]
