@@ -17,6 +17,7 @@ from forecast.errors import (
     NonFiniteValueError,
     NonNumericColumnError,
     UnknownColumnError,
+    UnparsableDateError,
     UnsortedTimestampError,
 )
 
@@ -422,3 +423,20 @@ def test_two_ids_written_alike_are_refused_by_name():
         prepare_panel(frame, **ROLES)
     mixed = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": 1, "s1": "s1", "s2": 2.5}))
     assert prepare_panel(mixed, **ROLES).ids == (2.5, 1, "s1")  # types may mix where the texts differ
+
+
+def test_a_csv_whose_series_mix_zoned_and_unzoned_timestamps_is_refused_by_name(tmp_path):
+    """Read per series, each series parsed alone: the panel was fitted and its forecast's dates mixed aware and
+    naive timestamps, where the same column read whole (a wide table's) is refused."""
+    frame = long_frame(interleave=False).astype({"ds": str})
+    frame.loc[frame["unique_id"] == "s1", "ds"] += "+02:00"
+    path = tmp_path / "panel.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(UnparsableDateError) as raised:
+        prepare_panel(path, **ROLES)
+    for words in (f"{path}: date column 'ds' mixes zoned and unzoned timestamps", "series 's1' is in 'UTC+02:00'",
+                  "series 's0' has no time zone", "Fix: put the whole column on one clock",
+                  "pd.to_datetime(df['ds'], utc=True, format='ISO8601')"):
+        assert words in str(raised.value)
+    frame["ds"] = pd.to_datetime(frame["ds"], utc=True, format="ISO8601")  # the fix it names
+    assert prepare_panel(frame, **ROLES).time_zone == "UTC"

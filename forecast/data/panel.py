@@ -60,6 +60,7 @@ from forecast.errors import (
     SeriesTooShortError,
     UnknownColumnError,
     UnknownSeriesError,
+    UnparsableDateError,
     UnsortedTimestampError,
 )
 
@@ -249,17 +250,28 @@ def _static_values(rows: pd.DataFrame, columns: Sequence[Hashable], origin: Orig
     return values
 
 
-def _on_one_clock(series: list[PanelSeries], label: str) -> list[PanelSeries]:
+def _on_one_clock(series: list[PanelSeries], label: str, date_column: Hashable) -> list[PanelSeries]:
     """Zoned series in several zones, all in UTC: a file written from a daylight-saving zone reads a series across
     the change as UTC instants and one within a season at its fixed offset, and a fit records one zone only.
     Daily or coarser rows of such a file read a series across the change on its local clock, without a zone
-    (:func:`~forecast.data.io.parse_dates`): then the others are read on theirs."""
+    (:func:`~forecast.data.io.parse_dates`): then the others are read on theirs. Other zoned series beside
+    unzoned ones are refused (UnparsableDateError), as :func:`~forecast.data.io.parse_dates` refuses the column."""
     zoned = [one.id for one in series if one.dates.tz is not None]
     if len(zoned) < len(series):
-        on_local_clock = bool(zoned) and all(at_one_time_of_day(one.dates) for one in series
-                                             if one.dates.tz is not None)
-        if not on_local_clock:
+        if not zoned:
             return series
+        if not all(at_one_time_of_day(one.dates) for one in series if one.dates.tz is not None):
+            # Read per series, each part parses on its own: unrefused, the forecast's dates mix aware and naive.
+            aware = next(one for one in series if one.dates.tz is not None)
+            naive = next(one for one in series if one.dates.tz is None)
+            raise UnparsableDateError(
+                f"{label}: date column {date_column!r} mixes zoned and unzoned timestamps: series {aware.id!r} is "
+                f"in {str(aware.dates.tz)!r} (e.g. {aware.dates[0]}), series {naive.id!r} has no time zone or UTC "
+                f"offset (e.g. {naive.dates[0]}), so its times name no instant. Fix: put the whole column on one "
+                "clock: give every row its offset, or, if the unzoned ones are UTC times, read the column with "
+                f"df[{date_column!r}] = pd.to_datetime(df[{date_column!r}], utc=True, format='ISO8601') (or the "
+                "format they are written in)."
+            )
         logger.info("%s: series %s are read as local times without a zone, as the others (each row at one local "
                     "time of day, e.g. daily rows of a daylight-saving zone).", label, ", ".join(map(repr, zoned)))
         return [replace(one, dates=one.dates.tz_localize(None)) if one.dates.tz is not None else one
@@ -346,7 +358,7 @@ def prepare_panel(
     if not series:
         raise DataError(f"{origin.label}: the table has no rows. Fix: pass a panel with at least one series.")
     _check_ids([one.id for one in series], origin.label, id_column)
-    series = _on_one_clock(series, origin.label)
+    series = _on_one_clock(series, origin.label, date_column)
     return Panel(origin.label, id_column, date_column, target, covariates["past_covariates"],
                  covariates["future_covariates"], covariates["static_covariates"], first_freq[1], tuple(series),
                  date_format)
