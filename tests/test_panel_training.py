@@ -566,6 +566,20 @@ def test_a_panel_of_mixed_id_types_forecasts_from_its_csv(tmp_path):
     np.testing.assert_allclose(from_file["sales"], from_frame["sales"])
 
 
+def test_a_frame_of_mixed_id_types_takes_its_future_covariates_from_their_csv(tmp_path):
+    """Ids 1, 2 and 's2' in a frame: its future covariates' CSV ('1', '2', 's2') had 'no rows' for series 1, its ids
+    matched by type where the history's are matched through the text a CSV writes them as."""
+    frame = store_panel().assign(store=lambda f: f["store"].map({"s0": 1, "s1": 2, "s2": "s2"}).astype(object))
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    calendar, path = future_frame(frame, promo=1.0), tmp_path / "calendar.csv"
+    calendar.to_csv(path, index=False)
+    pd.testing.assert_frame_equal(fc.predict(frame, future_covariates=path),
+                                  fc.predict(frame, future_covariates=calendar))
+    calendar[calendar["store"] != 1].to_csv(path, index=False)
+    with pytest.raises(DataError, match=rf"future covariates {path}: series 1 has no rows"):
+        fc.predict(frame, future_covariates=path)
+
+
 def test_a_panel_fitted_in_a_time_zone_forecasts_the_same_instants_given_in_another():
     """Paris days given in UTC: a step of 23 hours at the clock change read as a gap, and the steps matched no
     covariate row; converted to the fitted zone, they are the fitted series' days."""

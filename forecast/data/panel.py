@@ -180,6 +180,37 @@ def _check_ids(ids: Sequence[Hashable], label: str, id_column: Hashable) -> None
                             f"df[{id_column!r}].astype(str), and rename one of the two.")
 
 
+def id_positions(wanted: Sequence[Hashable], ids: Sequence[Hashable]) -> list[int | None]:
+    """The position in ``ids`` (a fit's or a panel's) of each ``wanted`` id, ``None`` where none is that series: an
+    id is found as it is, or as the text a CSV writes it as (one table's ids read from another's file)."""
+    exact: dict[Hashable, int] = {}
+    texts: dict[str, int | None] = {}
+    for position, known in enumerate(ids):
+        exact.setdefault(known, position)
+        texts[str(known)] = None if str(known) in texts else position  # two written alike: the text names neither
+    numbers_only = not any(isinstance(known, str) for known in ids)
+    found: list[int | None] = []
+    for series_id in wanted:
+        position = exact.get(series_id)
+        if position is None and isinstance(series_id, str):
+            # A frame's ids of mixed types (1 and 's2') are written as text in its CSV: a fit never holds two
+            # ids written alike (prepare_panel refuses them), so the text names one.
+            position = texts.get(series_id)
+            # A fit whose ids are numbers (a frame's, or a file's read before ids were kept as written) knows the
+            # series a file now names '007' as 7.
+            if position is None and numbers_only:
+                try:
+                    position = exact.get(float(series_id))
+                except ValueError:
+                    pass
+        elif (position is None and isinstance(series_id, (int, float, np.integer, np.floating))
+              and not isinstance(series_id, bool)):
+            # A fit on a file (ids as written, '10') knows the series a frame numbers 10.
+            position = exact.get(str(int(series_id)) if float(series_id).is_integer() else str(series_id))
+        found.append(position)
+    return found
+
+
 def _check_clock(dates: pd.DatetimeIndex, freq: str | pd.DateOffset | None, origin: Origin, *,
                  id_column: Hashable, date_column: Hashable, target: Hashable) -> pd.DateOffset:
     """A series' offset (``freq``, or inferred); its timestamps must go forward, be unique and follow it.
@@ -430,7 +461,8 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     steps whose value is NaN or inf: a forecast is never made from guessed covariates. The whole table is
     read and checked (every row needs its id, a timestamp, covariates that are numbers or empty, and no
     second row for its series and step); only the forecast steps' values are used, so those of other rows
-    may be missing.
+    may be missing. A CSV's ids are read as written and found among the panel's as a fit finds a file's series
+    (:func:`id_positions`: a frame's ``1`` written ``'1'``).
     """
     columns = list(panel.future_covariates)
     n_series = len(panel.series)
@@ -447,9 +479,7 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
                           f"a forecast takes their values. Fix: pass a long table (or its CSV path) holding "
                           f"{panel.id_column!r}, {panel.date_column!r} and {columns!r} at the pred_len={pred_len} "
                           "steps after each series' end.")
-    # A file's ids as written, to match a panel's text ids ('007'); numbers, to match a frame's integer ids.
-    text_ids = all(isinstance(series_id, str) for series_id in panel.ids)
-    frame, origin = read_table(future, text_columns=(panel.id_column,) if text_ids else ())
+    frame, origin = read_table(future, text_columns=(panel.id_column,))  # a file's ids as written: '007'
     where = Origin(f"future covariates {origin.label}", origin.is_file)
     for column in (panel.id_column, panel.date_column, *columns):
         if column not in frame.columns:
@@ -465,7 +495,15 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
     if isinstance(step_dates, pd.DatetimeIndex):  # matched on the forecast steps' clock, or refused by name
         dates = to_zone(dates, zone_name(step_dates), column=panel.date_column, origin=where, whose="the series'")
     values = _numeric_values(frame, columns, where, panel=True).to_numpy(np.float64)  # [rows, K], checked where used
-    lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([frame[panel.id_column], dates]))
+    ids = frame[panel.id_column]
+    by_text = where.is_file and not all(isinstance(series_id, str) for series_id in panel.ids)
+    if by_text:
+        # A file writes a frame's numbers and mixed ids (1, 's2') as text: each found as a fit finds a file's series.
+        written = ids.dropna().unique()
+        named = {text: panel.ids[position]
+                 for text, position in zip(written, id_positions(written, panel.ids)) if position is not None}
+        ids = pd.Series([named.get(text, text) for text in ids], index=frame.index, dtype=object)
+    lookup = pd.Series(np.arange(len(frame)), index=pd.MultiIndex.from_arrays([ids, dates]))
     if lookup.index.has_duplicates:
         series_id, date = lookup.index[lookup.index.duplicated()][0]
         raise DataError(f"{where.label}: series {series_id!r} has two rows at {date}. Fix: one row per series "
@@ -479,7 +517,7 @@ def future_covariate_rows(panel: Panel, future: Table | None, steps: pd.MultiInd
             raise DataError(f"{where.label}: series {series_id!r} has no rows; forecasting it needs its future "
                             f"covariates at the {pred_len} steps after its end, {series_steps[0]} to "
                             f"{series_steps[-1]}. Fix: add its rows (id column {panel.id_column!r}), or leave the "
-                            f"series out of the data.{_id_type_hint(series_id, frame[panel.id_column])}")
+                            f"series out of the data.{'' if by_text else _id_type_hint(series_id, ids)}")
         missing = series_steps[absent[position]]
         raise DataError(f"{where.label}: series {series_id!r} lacks its future covariates at {len(missing)} of "
                         f"the {pred_len} steps after its end, from {missing[0]} (e.g. {[str(d) for d in missing[:3]]})."

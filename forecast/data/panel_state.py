@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from forecast.data.panel import Panel, PanelSeries
+from forecast.data.panel import Panel, PanelSeries, id_positions
 from forecast.data.scaling import as_float32, fit_scaler
 from forecast.errors import ConfigError, DataError
 
@@ -93,30 +93,15 @@ class PanelFit:
         return tuple(len(values) for values in self.static_values)
 
     def position(self, series_id: Hashable, source: str) -> int:
-        """The fit position of ``series_id``; DataError naming it when the fit never saw it."""
+        """The fit position of ``series_id``, also where a file writes it as text (:func:`id_positions`); DataError
+        naming it when the fit never saw it."""
         try:
             return self.ids.index(series_id)
         except ValueError:
             pass
-        if isinstance(series_id, str):
-            # A frame's ids of mixed types (1 and 's2') are written as text in its CSV: a fit never holds two
-            # ids written alike (prepare_panel refuses them), so the text names one.
-            texts = [str(known) for known in self.ids]
-            if texts.count(series_id) == 1:
-                return texts.index(series_id)
-        # A fit whose ids are numbers (a frame's, or a file's read before ids were kept as written) knows the
-        # series a file now names '007' as 7.
-        if isinstance(series_id, str) and not any(isinstance(known, str) for known in self.ids):
-            try:
-                return self.ids.index(float(series_id))
-            except ValueError:
-                pass
-        # A fit on a file (ids as written, '10') knows the series a frame numbers 10.
-        if isinstance(series_id, (int, float, np.integer, np.floating)) and not isinstance(series_id, bool):
-            written = str(int(series_id)) if float(series_id).is_integer() else str(series_id)
-            texts = [known for known in self.ids if isinstance(known, str)]
-            if texts.count(written) == 1:
-                return self.ids.index(written)
+        position = id_positions([series_id], self.ids)[0]
+        if position is not None:
+            return position
         raise DataError(
             f"{source}: series {series_id!r} was not in the data the model was fitted on ({len(self.ids)} series, "
             f"e.g. {list(self.ids[:5])!r}); its scaling and id embedding are unknown. Fix: forecast the fitted "
