@@ -37,6 +37,7 @@ from forecast.data.datamodule import require_table
 from forecast.data.fitted import FittedState
 from forecast.data.io import NAIVE, Table
 from forecast.data.panel import Panel
+from forecast.data.panel_state import comparable, static_changes
 from forecast.data.splits import SPLIT_NAMES
 from forecast.errors import ConfigError, NonFiniteForecastError
 from forecast.files import held, write_atomically, write_text_atomically
@@ -460,11 +461,14 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
                 "fit with the run's split to resume it, use another run_dir, or resume=False to train from scratch."
             )
         # Checked before the folder is touched: its finished model and scaling stay as they were.
-        if (stored.get("fitted"), read_json(run_dir / SCALER_FILE)) != saved:
+        scaling = read_json(run_dir / SCALER_FILE)
+        if (stored.get("fitted"), scaling) != (saved[0], comparable(saved[1], scaling)):
+            differing = static_changes(scaling, saved[1]) or (
+                "its data's name, frequency, windows or the scaling of its training rows differ")
             raise ConfigError(
-                f"{run_dir} holds a run fitted on other data (its data's name, frequency, windows or the scaling "
-                "of its training rows differ), so its checkpoint cannot be resumed on this data. Fix: fit on the "
-                "data the run was fitted on, use another run_dir, or resume=False to train from scratch there."
+                f"{run_dir} holds a run fitted on other data ({differing}), so its checkpoint cannot be resumed on "
+                "this data. Fix: fit on the data the run was fitted on, use another run_dir, or resume=False to "
+                "train from scratch there."
             )
     run_dir.mkdir(parents=True, exist_ok=True)
     _remove_previous_fit(run_dir, resuming=checkpoint is not None)

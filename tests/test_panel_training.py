@@ -3,6 +3,7 @@ scaling, covariates in every model's input, forecasts that follow a known covari
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -480,6 +481,48 @@ def test_a_checkpointed_panel_state_resumes_only_on_the_same_panel():
     other = panel_module(frame.assign(sales=frame["sales"] * 2.0))
     with pytest.raises(DataError, match="fitted on other data"):
         other.load_state_dict(dm.state_dict())
+
+
+def test_a_run_is_not_resumed_on_data_where_a_series_static_covariate_changed(tmp_path):
+    """Store s2 moved from north to south: the region's values stayed the same, so the fitted states compared equal
+    and the run resumed, its codes learned for s2's old region now standing for another."""
+    frame = store_panel()
+    moved = frame.assign(region=frame["region"].where(frame["store"] != "s2", "south"))
+    named = r"series 's2': static covariate 'region' was 'north', is 'south' now"
+    run_dir, options = tmp_path / "run", dict(**WINDOWS, max_epochs=1, progress=False)
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, date_column="date", **ROLES)
+    files = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
+    with pytest.raises(ConfigError, match=rf"holds a run fitted on other data \({named}\).*use another run_dir"):
+        Forecaster("dlinear", **options).fit(moved, run_dir=run_dir, date_column="date", **ROLES)
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == files
+    with pytest.raises(DataError, match=rf"checkpoint was fitted on other data \({named}\).*new run directory"):
+        panel_module(moved).load_state_dict(panel_module(frame).state_dict())
+
+
+def test_a_panel_state_saved_before_its_series_codes_were_kept_loads_predicts_and_resumes(tmp_path):
+    frame, future = store_panel(), future_frame(store_panel(), promo=1.0)
+    dm = panel_module(frame)
+    old = dm.state_dict()
+    del old["panel"]["series_codes"]
+    assert FittedState.from_state_dict(old).state_dict() == old  # written back as it was saved
+    dm.load_state_dict(old)  # a checkpoint of the same panel: accepted
+    fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
+    directory = fc.save(tmp_path / "model")
+    scaler = json.loads((directory / "scaler.json").read_text())
+    del scaler["panel"]["series_codes"]
+    (directory / "scaler.json").write_text(json.dumps(scaler))
+    config = json.loads((directory / "config.json").read_text())
+    del config["files"]  # as a run saved before config.json named its files
+    (directory / "config.json").write_text(json.dumps(config))
+    pd.testing.assert_frame_equal(Forecaster.load(directory).predict(frame, future_covariates=future),
+                                  fc.predict(frame, future_covariates=future))
+    run_dir, options = tmp_path / "run", dict(**WINDOWS, max_epochs=1, progress=False)
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir, date_column="date", **ROLES)
+    (run_dir / "scaler.json").write_text(json.dumps({"panel": {
+        key: value for key, value in json.loads((run_dir / "scaler.json").read_text())["panel"].items()
+        if key != "series_codes"}}))
+    Forecaster("dlinear", **{**options, "max_epochs": 2}).fit(frame, run_dir=run_dir, date_column="date", **ROLES)
+    assert "series_codes" in json.loads((run_dir / "scaler.json").read_text())["panel"]
 
 
 @pytest.mark.parametrize("encoding", ["fixed", "learned"])

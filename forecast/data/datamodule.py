@@ -28,6 +28,7 @@ from forecast.data.dataset import WindowDataset
 from forecast.data.fitted import RECORDED_READING, FittedState, FutureBatch
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series, zone_name
 from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
+from forecast.data.panel_state import comparable, static_changes
 from forecast.data.sampling import trainer_processes, window_loader
 from forecast.data.splits import SPLIT_NAMES, SplitLike, resolve_split, split_borders, window_count
 from forecast.data.timefeatures import n_time_features, time_feature_sizes, time_features
@@ -317,12 +318,15 @@ def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> Non
     for key in RECORDED_READING:  # a checkpoint written before the fit kept it: its data was read alike
         if key not in saved.prepare_options:
             mine["fitted"]["prepare_options"].pop(key, None)
+    mine = comparable(mine, state_dict)
     if saved.state_dict() != mine:
+        # The codes a model learned for a series' static covariates would stand for other values: name them.
+        differing = static_changes(state_dict, mine) or (
+            f"variables {list(saved.input_columns)!r}, freq {saved.freq}, windows {saved.seq_len}/{saved.label_len}/"
+            f"{saved.pred_len}, or other train-row scaling")
         raise DataError(
-            f"{prepared.series.source}: the checkpoint was fitted on other data (variables "
-            f"{list(saved.input_columns)!r}, freq {saved.freq}, windows {saved.seq_len}/{saved.label_len}/"
-            f"{saved.pred_len}, or other train-row scaling). Fix: resume with the data and split the run was "
-            "fitted on, or start a new run directory."
+            f"{prepared.series.source}: the checkpoint was fitted on other data ({differing}). Fix: resume with the "
+            "data and split the run was fitted on, or start a new run directory."
         )
 
 
