@@ -1,9 +1,10 @@
 """Benchmark the attention kernels: time and peak memory against sequence length.
 
 Every case (method x causal x mode x length) runs in fresh subprocesses. On CPU, peak
-memory comes from a subprocess that builds the inputs and runs one step: its peak
-resident set size (``ru_maxrss``, with glibc told to return freed blocks at once) minus
-that of a baseline subprocess that builds the same inputs and nothing else; times come
+memory comes from a subprocess that builds the inputs and runs one step: the peak
+resident set of its own address space (``VmHWM``, with glibc told to return freed blocks
+at once) minus that of a baseline subprocess that builds the same inputs and imports the
+same modules, and runs nothing; times come
 from another subprocess: the median over several repeats after warm-up. On CUDA one
 subprocess does both, since the allocator's peak counts only what the process itself
 holds: the peak allocated memory of one step above the inputs, then the times (a
@@ -146,12 +147,25 @@ def _build_case(spec: dict[str, Any]) -> tuple[dict[str, Callable[[], None]], Ca
     return {method: make_step(method) for method in methods}, synchronize
 
 
-def _peak_mb(device: str) -> float:
+def _peak_mb(device: str, status: Path = Path("/proc/self/status")) -> float:
+    """The worker's peak memory: the CUDA allocator's, or the high-water RSS of this process's address space.
+
+    Not ``ru_maxrss``: a child's starts at its parent's RSS at the fork (Linux carries the peak across
+    ``exec``), so every peak below the driver's (some 450 MB once it has imported Lightning) read as the
+    driver's. ``VmHWM`` belongs to the address space ``exec`` made; ``ru_maxrss`` serves where there is no /proc.
+    """
     if device.startswith("cuda"):
         import torch
 
         return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # macOS reports bytes, Linux KiB
 
 
 def _warm_up_runtime() -> None:
@@ -159,9 +173,14 @@ def _warm_up_runtime() -> None:
 
     The first backward through a reduction imports sympy and mpmath (about 40 MB of
     Python modules); the baseline would not, and the first method measured would be
-    charged for it.
+    charged for it. So would the kernels' modules: the baseline builds no kernel, and
+    ``forecast.layers.attention`` imports ``torch._dynamo`` (ProbSparse's
+    ``torch.compiler.disable``), some 37 MiB, which every method's peak counted.
     """
     import torch
+
+    import forecast.layers.attention  # noqa: F401  (the modules _make_attention imports, in every worker)
+    import forecast.layers.masks  # noqa: F401
 
     tensor = torch.ones(1, 2, 1, 2, requires_grad=True)
     (tensor * tensor).sum(-1).backward(torch.ones(1, 2, 1))

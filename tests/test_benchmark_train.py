@@ -382,3 +382,49 @@ def test_the_roofline_table_names_each_rows_machine_when_rows_come_from_several(
     both = module.markdown([row, other])
     assert "the machine in the last column" in both and "| machine |" in both
     assert both.rstrip().splitlines()[-1].endswith("| AMD EPYC (family 25 model 1, AVX2), 2 cores, Linux |")
+
+
+# ------------------------------------------------------------------------- benchmarks/attention.py
+
+
+@pytest.fixture(scope="module")
+def attention():
+    """benchmarks/attention.py as a module (it imports its sibling _common)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("benchmark_attention", BENCHMARKS / "attention.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def _in_a_worker(code: str) -> str:
+    """Run ``code`` in a fresh Python with benchmarks/ importable, as the attention driver runs its workers."""
+    import subprocess
+
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BENCHMARKS), str(ROOT)]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=environment,
+                          check=True, timeout=300)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_cpu_workers_peak_memory_is_its_own_not_the_drivers():
+    """A child's ru_maxrss starts at its parent's RSS: a worker's 64 MiB read as nothing under a large driver."""
+    ballast = b"x" * (384 << 20)  # a driver far larger than the worker, as one that has imported Lightning
+    before, after = map(float, _in_a_worker(
+        "import attention; before = attention._peak_mb('cpu'); block = b'x' * (64 << 20); "
+        "print(before, attention._peak_mb('cpu'))").split())
+    assert len(ballast) and after < 300  # the worker's own peak: Python and a 64 MiB block
+    assert after - before == pytest.approx(64, abs=8)
+
+
+def test_the_attention_baseline_imports_the_kernels_modules_as_the_measured_workers_do():
+    """forecast.layers.attention brings torch._dynamo (37 MiB) in: a baseline without it inflated every peak."""
+    spec = {"batch": 1, "heads": 1, "head_dim": 4, "length": 8, "mode": "forward", "dtype": "float32",
+            "device": "cpu", "seed": 0, "threads": 1, "kind": "baseline", "method": "sdpa", "causal": False}
+    loaded = _in_a_worker(
+        f"import sys, attention; attention.run_worker({spec!r}); "
+        "print(all(name in sys.modules for name in ('forecast.layers.attention', 'torch._dynamo')))")
+    assert loaded == "True"
