@@ -263,11 +263,12 @@ def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
 def _subprocess(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
     environment = dict(os.environ)
-    if spec["kind"] != "time":
+    if spec["kind"] in ("baseline", "memory"):
         # glibc otherwise keeps freed blocks of recently freed sizes in its heap, so
         # the peak RSS would also count memory no tensor holds any more. Every block
         # of 64 KiB or more is mapped and unmapped instead: RSS follows live memory.
-        # Too slow for timing, which runs without it.
+        # Too slow for timing, which runs without it ("time", and --compare's "paired",
+        # whose sparse kernels it slowed some 1.6x).
         environment["MALLOC_MMAP_THRESHOLD_"] = "65536"
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=environment)

@@ -428,3 +428,18 @@ def test_the_attention_baseline_imports_the_kernels_modules_as_the_measured_work
         f"import sys, attention; attention.run_worker({spec!r}); "
         "print(all(name in sys.modules for name in ('forecast.layers.attention', 'torch._dynamo')))")
     assert loaded == "True"
+
+
+@pytest.mark.parametrize("kind, mapped", [("baseline", True), ("memory", True), ("time", False), ("paired", False)])
+def test_only_the_memory_workers_map_every_block_afresh(attention, monkeypatch, kind, mapped):
+    """MALLOC_MMAP_THRESHOLD_ keeps RSS to live memory but slows the kernels: --compare's timings ran with it."""
+    seen = {}
+
+    def run(command, env, **options):
+        seen.update(env)
+        return attention.subprocess.CompletedProcess(command, 0, stdout='{"peak_mb": 1.0}\n', stderr="")
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setattr(attention.subprocess, "run", run)
+    assert attention._subprocess({"kind": kind}, timeout=1)["status"] == "ok"
+    assert ("MALLOC_MMAP_THRESHOLD_" in seen) is mapped
