@@ -443,3 +443,31 @@ def test_only_the_memory_workers_map_every_block_afresh(attention, monkeypatch, 
     monkeypatch.setattr(attention.subprocess, "run", run)
     assert attention._subprocess({"kind": kind}, timeout=1)["status"] == "ok"
     assert ("MALLOC_MMAP_THRESHOLD_" in seen) is mapped
+
+
+def _timing(method: str, length: int, ms: float, causal: bool = False, mode: str = "train") -> dict:
+    """A results row of attention.py as read_csv returns it."""
+    return {"method": method, "causal": causal, "mode": mode, "length": length, "median_ms": ms, "min_ms": ms,
+            "peak_mb": 1.0, "status": "ok", "dtype": "float32", "batch": "4", "heads": "8", "head_dim": "64"}
+
+
+def test_a_crossover_passes_over_gaps_and_says_when_the_pair_was_not_measured(attention):
+    rows = [_timing("sdpa", length, ms) for length, ms in ((96, 1.0), (192, 2.0), (384, 8.0))]
+    rows += [_timing("prob", 96, 0.5), _timing("prob", 384, 4.0)]  # no prob row at 192: a gap, not a loss
+    lengths = [96, 192, 384]
+    assert attention._crossover(rows, "prob", "sdpa", False, "train", lengths) == "L = 96"
+    assert attention._crossover(rows, "logsparse", "sdpa_logmask", True, "train", lengths) == "not measured"
+    shorter = [row for row in rows if not (row["method"] == "prob" and row["length"] == 384)]
+    assert attention._crossover(shorter, "prob", "sdpa", False, "train", lengths) == "not measured"
+    slower = [*rows[:3], _timing("prob", 96, 0.5), _timing("prob", 384, 9.0)]
+    assert attention._crossover(slower, "prob", "sdpa", False, "train", lengths) == "never in the grid"
+
+
+@pytest.mark.parametrize("prob_at_3072, verdict", [(5.0, "met"), (20.0, "MISSED")])
+def test_probsparse_is_faster_from_1536_only_if_it_stays_faster_at_every_longer_length(attention, prob_at_3072,
+                                                                                        verdict):
+    rows = [_timing("sdpa", 1536, 4.0), _timing("sdpa", 3072, 16.0), _timing("prob", 1536, 2.0),
+            _timing("prob", 3072, prob_at_3072)]
+    target = next(line for line in attention._targets(rows, [1536, 3072]).splitlines()
+                  if "faster than SDPA from L=1536 (non-causal)" in line)
+    assert target.startswith("| ProbSparse faster") and target.endswith(f"| {verdict} |")
