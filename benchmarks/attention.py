@@ -405,6 +405,17 @@ def _disturbed(row: dict[str, Any], threshold: float) -> bool:
     return row["status"] != "ok" or (row["others_cpu"] not in ("", None) and float(row["others_cpu"]) > threshold)
 
 
+def _steadier(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether ``new`` should replace ``old`` in --update: ``old`` failed, or ``new`` is ok and less disturbed."""
+    if old["status"] != "ok":
+        return True
+
+    def others(row: dict[str, Any]) -> float:
+        return float(row["others_cpu"]) if row.get("others_cpu") not in ("", None) else 0.0
+
+    return new["status"] == "ok" and others(new) < others(old)
+
+
 def _progress(row: dict[str, Any]) -> str:
     causal = "causal" if row["causal"] else "full"
     if row["status"] != "ok":
@@ -603,7 +614,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
-    parser.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS))
+    parser.add_argument("--lengths", type=int, nargs="+",
+                        help=f"default {' '.join(map(str, LENGTHS))}; with --update, the CSV's lengths")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--causal", default="both", choices=("both", "yes", "no"))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
@@ -627,7 +639,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, help="CSV path (default benchmarks/results/attention_<device>.csv)")
     parser.add_argument("--markdown", type=Path, metavar="CSV", help="only print the tables for an existing CSV")
     parser.add_argument("--update", type=Path, metavar="CSV",
-                        help="re-measure the failed rows of an existing CSV and those disturbed by other processes")
+                        help="re-measure the failed rows of an existing CSV and those disturbed by other processes "
+                             "(a new measurement replaces a disturbed row only if other processes disturbed it less)")
     parser.add_argument("--redo", nargs="+", default=[], choices=METHODS, metavar="METHOD",
                         help="with --update: also re-measure every row of these methods (after changing them); "
                              "--lengths, --modes and --causal narrow the rows re-measured")
@@ -650,11 +663,14 @@ def main(argv: list[str] | None = None) -> None:
         emit_tables("attention-tables", markdown(read_csv(args.markdown)), args.readme, args.markdown)
         return
     if args.compare:
+        args.lengths = args.lengths or list(LENGTHS)
         print(compare(args))
         return
     if args.update:
         output = args.update
         rows = read_csv(output)
+        # The file's own lengths unless narrowed: LENGTHS would leave out a GPU file's 2048 and 16384.
+        args.lengths = args.lengths or sorted({row["length"] for row in rows})
         first = rows[0]
         args.batch, args.heads, args.head_dim = int(first["batch"]), int(first["heads"]), int(first["head_dim"])
         args.dtype, args.device, args.seed = first["dtype"], first["device"], int(first["seed"])
@@ -670,11 +686,18 @@ def main(argv: list[str] | None = None) -> None:
         print(f"re-measuring {len(cases)} disturbed or failed rows of {output}", file=sys.stderr)
 
         def replace(row: dict[str, Any]) -> None:
-            rows[position[(row["mode"], row["length"], row["causal"], row["method"])]] = row
-            write_csv(rows, output)
+            index = position[(row["mode"], row["length"], row["causal"], row["method"])]
+            # A disturbed row gives way to a less disturbed measurement only (a busier rerun, or one that failed,
+            # would lose the better figure); a failed row to any; a --redo row, which timed the old code, always.
+            if row["method"] in args.redo or _steadier(row, rows[index]):
+                rows[index] = row
+                write_csv(rows, output)
+            else:
+                print(f"  kept the earlier row (others' CPU {rows[index]['others_cpu']})", file=sys.stderr)
 
         measure(args, cases, replace)
     else:
+        args.lengths = args.lengths or list(LENGTHS)
         output = args.output or RESULTS / f"attention_{args.device.split(':')[0]}.csv"
         rows = []
 

@@ -471,3 +471,36 @@ def test_probsparse_is_faster_from_1536_only_if_it_stays_faster_at_every_longer_
     target = next(line for line in attention._targets(rows, [1536, 3072]).splitlines()
                   if "faster than SDPA from L=1536 (non-causal)" in line)
     assert target.startswith("| ProbSparse faster") and target.endswith(f"| {verdict} |")
+
+
+def _attention_row(method: str, length: int, status: str = "ok", others: float | str = 0.0, ms: float = 1.0,
+                   **columns) -> dict:
+    """A complete results row of attention.py (a GPU loan's: cuda, L = 2048 and 16384)."""
+    return {"method": method, "causal": False, "mode": "train", "batch": 4, "heads": 8, "head_dim": 64,
+            "length": length, "dtype": "float32", "status": status, "median_ms": ms if status == "ok" else "",
+            "min_ms": ms if status == "ok" else "", "repeats": 3, "peak_mb": 1.0, "baseline_mb": 2.0,
+            "others_cpu": others, "device": "cuda", "machine": "GPU", "threads": 16, "torch": "2", "commit": "0" * 12,
+            "seed": 0, "command": "python benchmarks/attention.py", **columns}
+
+
+def test_update_keeps_a_row_unless_the_new_one_is_less_disturbed_and_reads_the_files_lengths(attention, tmp_path,
+                                                                                            monkeypatch):
+    output = tmp_path / "attention_cuda.csv"
+    attention.write_csv([_attention_row("sdpa", 2048, others=0.5, ms=1.0),
+                         _attention_row("prob", 16384, others=0.6, ms=2.0),
+                         _attention_row("prob", 2048, status="timeout after 900s")], output)
+    again = {("sdpa", 2048): _attention_row("sdpa", 2048, others=0.7, ms=9.0),  # busier: the old row stays
+             ("prob", 16384): _attention_row("prob", 16384, others=0.1, ms=3.0),  # steadier: replaces it
+             ("prob", 2048): _attention_row("prob", 2048, others=0.9, ms=4.0)}  # the old one failed: replaces it
+    cases = []
+
+    def measure(args, todo, on_row):
+        cases.extend(todo)
+        for mode, length, causal, method in todo:
+            on_row({**again[(method, length)], "length": length, "causal": causal})
+
+    monkeypatch.setattr(attention, "measure", measure)
+    attention.main(["--update", str(output), "--quiet-wait", "0"])
+    assert sorted((method, length) for _, length, _, method in cases) == sorted(again)  # not LENGTHS: 2048, 16384
+    times = {(row["method"], row["length"]): row["median_ms"] for row in attention.read_csv(output)}
+    assert times == {("sdpa", 2048): 1.0, ("prob", 16384): 3.0, ("prob", 2048): 4.0}
