@@ -877,9 +877,11 @@ def _header(rows: list[dict[str, Any]]) -> list[str]:
     commits = sorted({short_commit(row["commit"]) for row in rows if row.get("commit")})
     threads = sorted({str(row["threads"]) for row in rows if row.get("threads")})
     allocators = sorted({allocator_of(row) for row in rows if row.get("torch")})
+    # The run's batch: inference rows carry their own (1 and the batch), and a CUDA file's first row is one.
+    batch = next((row["batch"] for row in rows if row["kind"] != "infer" and row.get("batch")), first["batch"])
     return [
         f"{first['data']}, seq_len {first['seq_len']}, label_len {first['label_len']}, pred_len {first['pred_len']}, "
-        f"batch {first['batch']}; d_model {first['d_model']}, {first['n_heads']} heads, d_ff {first['d_ff']} "
+        f"batch {batch}; d_model {first['d_model']}, {first['n_heads']} heads, d_ff {first['d_ff']} "
         "(Informer: e_layers 2, d_layers 1, factor 5; LogSparse: 3 layers). "
         f"Device: {first.get('machine')} ({first['device']}, {'/'.join(threads) or '?'} threads); "
         f"torch {first.get('torch')}; allocator {'/'.join(allocators)}; commit {', '.join(commits)}; "

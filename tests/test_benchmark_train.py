@@ -136,6 +136,26 @@ def test_markdown_renders_every_section(bench, results, capsys):
     assert text.count("| informer | 16/2/32 |") == 5
 
 
+def _train_row(bench, kind: str, variant: str, batch: int = 32, status: str = "ok", ms: float = 10.0,
+               **columns) -> dict:
+    """A results row of train.py (numbers as read_rows parses them)."""
+    row = dict.fromkeys(bench.COLUMNS, None)
+    row.update(kind=kind, model="informer", variant=variant, data="ETTh1", precision="fp32", compile=False,
+               num_workers=0, batch=batch, seq_len=96, label_len=48, pred_len=24, d_model=512, n_heads=8, d_ff=2048,
+               status=status, median_ms=ms if status == "ok" else None, min_ms=ms if status == "ok" else None,
+               windows_per_s=batch / ms * 1e3 if status == "ok" else None, repeats=5, others_cpu=0.0,
+               device="cuda", machine="GPU", threads=16, torch="2", allocator="reuse", commit="0" * 12, seed=0,
+               command="python benchmarks/train.py")
+    return {**row, **columns}
+
+
+def test_the_header_gives_the_training_batch_not_the_first_inference_rows(bench):
+    """A CUDA file begins with an inference row of batch 1; its header said "batch 1" over rows of batch 32."""
+    rows = [_train_row(bench, "infer", "fp32", batch=1), _train_row(bench, "infer", "fp32"),
+            _train_row(bench, "train", "fp32")]
+    assert ", pred_len 24, batch 32; d_model 512" in bench.markdown(rows)
+
+
 def test_batched_gather_serves_the_collated_batch(bench, series):
     setting = bench.Setting(data=str(series), seq_len=32, label_len=16, pred_len=8, batch=4)
     windows = bench._datamodule(setting, bench.Variant("spec")).train_dataset
