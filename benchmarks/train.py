@@ -40,7 +40,8 @@ Usage::
     python benchmarks/train.py --markdown benchmarks/results/train_cpu.csv     # the README tables
     python benchmarks/train.py --device cuda                                   # bf16 autocast on CUDA
 
-A new run replaces the rows of the (kind, model) groups it measures and keeps the others.
+A new run replaces the rows of the (kind, model, variant) cases it measures and keeps the others; a failed
+or timed-out case keeps its earlier ok rows (the failure is written only where the case has none).
 """
 
 from __future__ import annotations
@@ -791,11 +792,53 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _case(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["kind"], row["model"], row["variant"]
+
+
+def merge_rows(previous: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``previous`` with ``new`` in: the rows of each (kind, model, variant) measured again replace that case's
+    earlier rows, in place (a profile's operators go as a whole), and the cases not measured are kept.
+
+    A failed row (a variant's error, or a group's timeout: variant ``-``) stands only where its case (its group)
+    has no ok row: a timed-out rerun must not erase good measurements.
+    """
+    ok_cases = {_case(row) for row in previous if row["status"] == "ok"}
+    ok_groups = {(kind, model) for kind, model, _ in ok_cases}
+
+    def stands(row: dict[str, Any]) -> bool:
+        if row["status"] == "ok":
+            return True
+        return (row["kind"], row["model"]) not in ok_groups if row["variant"] == "-" else _case(row) not in ok_cases
+
+    kept = [row for row in new if stands(row)]
+    replaced = {_case(row) for row in kept}
+    remeasured = {(row["kind"], row["model"]) for row in kept if row["status"] == "ok"}  # its old timeout row goes
+    merged: list[dict[str, Any]] = []
+    placed: set[tuple[str, str, str]] = set()
+    for row in previous:
+        case = _case(row)
+        if case in replaced:
+            if case not in placed:  # where the case was, so the tables keep their order
+                merged += [new_row for new_row in kept if _case(new_row) == case]
+                placed.add(case)
+        elif not (row["variant"] == "-" and (row["kind"], row["model"]) in remeasured):
+            merged.append(row)
+    return merged + [row for row in kept if _case(row) not in placed]
+
+
+def _failed_group(group: dict[str, Any], status: str) -> list[dict[str, Any]]:
+    """The rows of a group whose process failed: one per variant (or profile precision) it was to measure."""
+    variants = group.get("variants") or group.get("precisions") or ["-"]
+    return [{"kind": group["kind"], "model": group.get("model", "-"), "variant": variant, "status": status}
+            for variant in variants]
+
+
 def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[dict[str, Any]]:
     """Run every planned group, writing the CSV after each; returns all rows. A group's rows replace the
-    file's earlier rows of that group once it has run, so a run cut off keeps the rest of the file."""
+    file's earlier rows of the cases it measured once it has run, so a run cut off keeps the rest of the file,
+    and a failure keeps the earlier ok rows (:func:`merge_rows`)."""
     groups = plan(args, setting)
-    measured: set[tuple[str, str]] = set()
     previous = read_rows(output) if output.exists() else []
     rows = previous
     common = {
@@ -811,7 +854,7 @@ def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[di
         started = time.perf_counter()
         result = {"status": "ok", **run_group(group)} if args.in_process else _subprocess(group, args.timeout)
         if result["status"] != "ok":
-            group_rows = [{"kind": group["kind"], "model": model, "variant": "-", "status": result["status"]}]
+            group_rows = _failed_group(group, result["status"])
             facts: dict[str, Any] = {}
         else:
             group_rows = result["rows"]
@@ -822,8 +865,7 @@ def measure(args: argparse.Namespace, setting: Setting, output: Path) -> list[di
             size = {name: options[name] for name in ("d_model", "n_heads", "d_ff") if name in options}
         group_rows = [{**common, **size, **facts, **row} for row in group_rows]
         new += group_rows
-        measured.add((group["kind"], model))
-        rows = [row for row in previous if (row["kind"], row["model"]) not in measured] + new
+        rows = merge_rows(previous, new)
         add_speedups(rows)
         write_rows(rows, output, COLUMNS)
         for row in group_rows:
@@ -1107,8 +1149,8 @@ def main(argv: list[str] | None = None) -> None:
         device=args.device, threads=args.threads, seed=args.seed, recipe=args.recipe, allocator=args.allocator,
     )
     output = args.output or RESULTS / f"train_{args.device.split(':')[0]}.csv"
-    rows = measure(args, setting, output)
-    print(markdown(rows), end="")
+    measure(args, setting, output)
+    print(markdown(read_rows(output)), end="")  # as written: a failed group's rows have no numeric columns yet
     print(f"wrote {os.path.relpath(output, Path.cwd())}", file=sys.stderr)
 
 

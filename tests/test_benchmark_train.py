@@ -190,7 +190,49 @@ def test_a_rerun_cut_off_keeps_the_rows_it_did_not_reach(bench, results, series,
 
     assert group(after, "train", "logsparse") == group(before, "train", "logsparse") != []
     assert group(after, "infer", "informer") == group(before, "infer", "informer") != []
-    assert [variant for variant, _ in group(after, "train", "informer")] == ["fp32"]
+    # fp32 measured again, bf16 (not asked for) kept
+    assert [variant for variant, _ in group(after, "train", "informer")] == ["fp32", "bf16"]
+    assert group(after, "train", "informer")[1] == group(before, "train", "informer")[1]
+
+
+def _rerun(bench, monkeypatch, output: Path, result: dict, *arguments: str) -> list[dict]:
+    """``train.py *arguments`` on ``output`` with every group's process answering ``result``."""
+    monkeypatch.setattr(bench, "_subprocess", lambda group, timeout: result)
+    bench.main(["--output", str(output), "--quiet-wait", "0", *arguments])
+    return bench.read_rows(output)
+
+
+def test_a_failed_group_keeps_the_earlier_rows_and_stands_only_where_there_were_none(bench, tmp_path, monkeypatch):
+    """A timed-out rerun of LogSparse's compiled step replaced its four ok training rows by one timeout row."""
+    output = tmp_path / "train_cpu.csv"
+    output.write_text((BENCHMARKS / "results" / "train_cpu.csv").read_text())
+    before = bench.read_rows(output)
+    timeout = {"status": "timeout after 1s"}
+    after = _rerun(bench, monkeypatch, output, timeout, "--models", "logsparse", "--kinds", "train",
+                   "--variants", "compile", "--timeout", "1")
+
+    def cases(rows):
+        return [(row["kind"], row["model"], row["variant"], row["status"], row["median_ms"]) for row in rows]
+
+    assert cases(after) == cases(before)
+    after = _rerun(bench, monkeypatch, output, timeout, "--models", "logsparse", "--kinds", "train",
+                   "--variants", "compile", "loop-adam", "--timeout", "1")
+    assert cases(after) == cases(before) + [("train", "logsparse", "loop-adam", "timeout after 1s", None)]
+
+
+def test_a_partial_rerun_replaces_only_the_variants_it_measured(bench, tmp_path, monkeypatch):
+    """--variants bf16 dropped the fp32 baseline row its speed-up is taken against."""
+    output = tmp_path / "train_cuda.csv"
+    rows = [_train_row(bench, "train", "fp32", ms=20.0), _train_row(bench, "train", "bf16", ms=40.0),
+            _train_row(bench, "train", "compile", ms=10.0)]
+    bench.write_rows(rows, output, bench.COLUMNS)
+    faster = {"status": "ok", "threads": 16, "torch": "2", "machine": "GPU", "allocator": "reuse",
+              "rows": [_train_row(bench, "train", "bf16", ms=10.0)]}
+    after = _rerun(bench, monkeypatch, output, faster, "--models", "informer", "--kinds", "train",
+                   "--variants", "bf16")
+    assert [(row["variant"], row["median_ms"]) for row in after] == [("fp32", 20.0), ("bf16", 10.0),
+                                                                      ("compile", 10.0)]
+    assert after[1]["speedup"] == 2.0  # against the fp32 row kept
 
 
 def test_a_failing_variant_becomes_a_row(bench):
