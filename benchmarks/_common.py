@@ -246,6 +246,30 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def upsert(rows: Sequence[dict[str, Any]], new: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any],
+           failed: Callable[[dict[str, Any]], bool] = lambda row: False) -> list[dict[str, Any]]:
+    """``rows`` with each of ``new`` in place of the row of its case (``key``), or appended where the case is new
+    (``--merge``: a lent GPU's files hold only that loan's rows, which a copy over the results would lose).
+    A failed row (``failed``) does not displace an ok one: a case a loan timed out keeps its earlier figure."""
+    merged = list(rows)
+    position = {key(row): index for index, row in enumerate(merged)}
+    for row in new:
+        index = position.get(key(row))
+        if index is None:
+            position[key(row)] = len(merged)
+            merged.append(row)
+        elif not failed(row) or failed(merged[index]):
+            merged[index] = row
+    return merged
+
+
+def add_merge_argument(parser: Any) -> None:
+    """``--merge NEW.csv``: upsert a results file's rows into ``--output`` (which it needs) and exit."""
+    parser.add_argument("--merge", type=Path, metavar="CSV",
+                        help="merge this results file's rows into --output (a case's row replaced by the new one "
+                             "unless it failed, new cases appended) and exit: a lent GPU's files hold only its rows")
+
+
 def commits_of(rows: Iterable[dict[str, Any]]) -> str:
     """The short commits of the rows, sorted and joined."""
     return ", ".join(sorted({short_commit(row["commit"]) for row in rows}))

@@ -26,6 +26,7 @@ Usage::
     python benchmarks/attention.py --markdown benchmarks/results/attention_cpu.csv
     python benchmarks/attention.py --update benchmarks/results/attention_cpu.csv   # redo disturbed rows
     python benchmarks/attention.py --compare prob sdpa --lengths 1536 6144 --modes train
+    python benchmarks/attention.py --merge attention_cuda.csv --output benchmarks/results/attention_cuda.csv
 
 On a shared machine other processes distort timings (on 2 cores a busy neighbour
 stalls every parallel region). Before each case the script waits for the CPU to
@@ -52,14 +53,17 @@ from _common import (
     README,
     REPO,
     RESULTS,
+    add_merge_argument,
     busy_cpu_seconds,
     command_line,
     commit,
+    csv_rows,
     emit_tables,
     machine,
     markdown_table,
     others_cpu,
     own_cpu_seconds,
+    upsert,
     wait_for_quiet,
 )
 
@@ -650,8 +654,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--readme", type=Path, nargs="?", const=README, metavar="README",
                         help="with --markdown: rewrite the tables' block of this README (default "
                              "benchmarks/README.md) instead of printing")
+    add_merge_argument(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.merge and not args.output:
+        parser.error("--merge needs --output, the results file to merge into")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -661,6 +669,15 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.markdown:
         emit_tables("attention-tables", markdown(read_csv(args.markdown)), args.readme, args.markdown)
+        return
+    if args.merge:
+        before = csv_rows(args.output) if args.output.exists() else []
+        # One row a case: the kernel, masking, mode, length, dtype and shape (a file holds one device's rows).
+        case = ("method", "causal", "mode", "length", "dtype", "batch", "heads", "head_dim")
+        rows = upsert(before, csv_rows(args.merge), lambda row: tuple(row[column] for column in case),
+                      failed=lambda row: row["status"] != "ok")
+        write_csv(rows, args.output)
+        print(f"merged {args.merge} into {args.output}: {len(before)} rows before, {len(rows)} now", file=sys.stderr)
         return
     if args.compare:
         args.lengths = args.lengths or list(LENGTHS)

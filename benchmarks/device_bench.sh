@@ -10,8 +10,9 @@
 # LogSparse in fp32 and bf16 autocast (benchmarks/train.py, interleaved), and inference; the attention kernels
 # against SDPA (on CUDA its flash kernel in bf16, its memory-efficient kernel in fp32) at L = 16384 and 2048,
 # forward and forward+backward (benchmarks/attention.py); last the training steps again with the compiled variant
-# beside them (compiling took 111 s of the first loan's Informer step). Back here: copy the CSVs to
-# benchmarks/results/ and regenerate the tables (--markdown ... --readme: each CSV has its own block).
+# beside them (compiling took 111 s of the first loan's Informer step). Back here: merge each CSV into its file in
+# benchmarks/results/ (SCRIPT --merge CSV --output benchmarks/results/CSV: a loan's files hold only its rows, which a
+# copy would put in place of the earlier loans') and regenerate the tables (--markdown ... --readme: one block each).
 # DEVICE=cpu LENGTHS="96 192" TRAIN_ARGS="--d-model 16 --heads 2 --d-ff 32" tries the script on a CPU.
 # STEPS picks steps by name (roofline train attention-bf16 attention-fp32 compile, all by default) and MODES the
 # attention modes (forward train): a short call finishes what an earlier loan missed, the picked steps sharing the

@@ -2,6 +2,7 @@
 
     python benchmarks/roofline.py                    # -> results/roofline_<device>.csv, prints the table
     python benchmarks/roofline.py --device cuda      # the same on a GPU (benchmarks/device_bench.sh)
+    python benchmarks/roofline.py --merge roofline_cuda.csv --output benchmarks/results/roofline_cuda.csv
     python benchmarks/roofline.py --markdown benchmarks/results/roofline_cpu.csv --readme benchmarks/README.md
 
 For each model (Informer and LogSparse at the papers' sizes, LogSparse also at d_model 512, and
@@ -45,6 +46,7 @@ from _common import (  # noqa: E402
     CpuLoad,
     add_allocator_argument,
     allocator_of,
+    add_merge_argument,
     add_table_arguments,
     by_default,
     command_line,
@@ -55,6 +57,7 @@ from _common import (  # noqa: E402
     machine,
     markdown_table,
     timed,
+    upsert,
     use_allocator,
     write_rows,
 )
@@ -230,9 +233,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="CSV path (default results/roofline_<device>.csv)")
     add_allocator_argument(parser)
     add_table_arguments(parser)
+    add_merge_argument(parser)
     args = parser.parse_args(argv)
     if args.markdown is not None:
         emit_tables("roofline-tables", markdown(csv_rows(args.markdown)), args.readme, args.markdown)
+        return 0
+    if args.merge is not None:
+        if args.output is None:
+            parser.error("--merge needs --output, the results file to merge into")
+        before = csv_rows(args.output) if args.output.exists() else []
+
+        def case(row: dict[str, Any]) -> tuple[str, ...]:  # rows from before the batch and horizon columns: 32, 24
+            return (row["model"], row["size"], row["precision"], row.get("batch") or str(BATCH),
+                    row.get("pred_len") or str(PRED_LEN), allocator_of(row))
+
+        rows = upsert(before, csv_rows(args.merge), case)
+        write_rows(rows, args.output, COLUMNS)
+        print(f"merged {args.merge} into {args.output}: {len(before)} rows before, {len(rows)} now")
         return 0
     allocator = use_allocator(args.allocator)
     device = torch.device(args.device)

@@ -39,6 +39,7 @@ Usage::
     FORECAST_DATA_DIR=../shared/datasets python benchmarks/train.py --accuracy # bf16 accuracy rows, same CSV
     python benchmarks/train.py --markdown benchmarks/results/train_cpu.csv     # the README tables
     python benchmarks/train.py --device cuda                                   # bf16 autocast on CUDA
+    python benchmarks/train.py --merge train_cuda.csv --output benchmarks/results/train_cuda.csv  # a loan's rows in
 
 A new run replaces the rows of the (kind, model, variant) cases it measures and keeps the others; a failed
 or timed-out case keeps its earlier ok rows (the failure is written only where the case has none).
@@ -70,6 +71,7 @@ from _common import (
     RESULTS,
     CpuLoad,
     add_allocator_argument,
+    add_merge_argument,
     allocator_of,
     by_default,
     command_line,
@@ -1127,8 +1129,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--readme", type=Path, nargs="?", const=README, metavar="README",
                         help="with --markdown: rewrite the tables' block of this README (default "
                              "benchmarks/README.md) instead of printing")
+    add_merge_argument(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.merge and not args.output:
+        parser.error("--merge needs --output, the results file to merge into")
     args.argv = [str(Path(__file__).resolve()), *(sys.argv[1:] if argv is None else argv)]
     return args
 
@@ -1140,6 +1145,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.markdown:
         emit_tables("train-tables", markdown(read_rows(args.markdown)), args.readme, args.markdown)
+        return
+    if args.merge:  # as a run's rows go in: by (kind, model, variant), failures only where no ok row
+        rows = merge_rows(read_rows(args.output) if args.output.exists() else [], read_rows(args.merge))
+        add_speedups(rows)
+        write_rows(rows, args.output, COLUMNS)
+        print(f"merged {args.merge} into {args.output}: {len(rows)} rows", file=sys.stderr)
         return
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit(f"--device {args.device}: no CUDA device is visible to torch {torch.__version__}")

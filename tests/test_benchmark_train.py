@@ -566,3 +566,44 @@ def test_update_keeps_a_row_unless_the_new_one_is_less_disturbed_and_reads_the_f
     assert sorted((method, length) for _, length, _, method in cases) == sorted(again)  # not LENGTHS: 2048, 16384
     times = {(row["method"], row["length"]): row["median_ms"] for row in attention.read_csv(output)}
     assert times == {("sdpa", 2048): 1.0, ("prob", 16384): 3.0, ("prob", 2048): 4.0}
+
+
+def test_merge_upserts_a_loans_attention_rows_into_the_results_file(attention, tmp_path):
+    """A loan's file holds only its rows: "copy them to results/" lost every earlier loan's."""
+    results, loan = tmp_path / "attention_cuda.csv", tmp_path / "loan.csv"
+    attention.write_csv([_attention_row("sdpa", 2048, ms=1.0), _attention_row("prob", 2048, ms=2.0)], results)
+    attention.write_csv([_attention_row("prob", 2048, ms=3.0),  # measured again: replaces it
+                         _attention_row("sdpa", 2048, status="timeout after 60s"),  # keeps the earlier figure
+                         _attention_row("prob", 16384, ms=4.0)], loan)  # new: appended
+    attention.main(["--merge", str(loan), "--output", str(results)])
+    rows = attention.read_csv(results)
+    assert [(row["method"], row["length"], row["status"], row["median_ms"]) for row in rows] == [
+        ("sdpa", 2048, "ok", 1.0), ("prob", 2048, "ok", 3.0), ("prob", 16384, "ok", 4.0)]
+
+
+def test_merge_upserts_a_loans_training_rows_by_kind_model_and_variant(bench, tmp_path):
+    results, loan = tmp_path / "train_cuda.csv", tmp_path / "loan.csv"
+    bench.write_rows([_train_row(bench, "train", "fp32", ms=20.0), _train_row(bench, "train", "bf16", ms=40.0)],
+                     results, bench.COLUMNS)
+    bench.write_rows([_train_row(bench, "train", "bf16", ms=10.0),
+                      _train_row(bench, "train", "fp32", status="timeout after 60s"),
+                      _train_row(bench, "train", "compile", ms=40.0)], loan, bench.COLUMNS)
+    bench.main(["--merge", str(loan), "--output", str(results)])
+    rows = bench.read_rows(results)
+    assert [(row["variant"], row["median_ms"], row["speedup"]) for row in rows] == [
+        ("fp32", 20.0, 1.0), ("bf16", 10.0, 2.0), ("compile", 40.0, 0.5)]
+
+
+def test_merge_upserts_a_loans_roofline_rows(tmp_path):
+    module = _roofline()
+    results, loan = tmp_path / "roofline_cuda.csv", tmp_path / "loan.csv"
+
+    def row(model, precision, step_ms):
+        return {"model": model, "size": "d512", "precision": precision, "batch": 32, "pred_len": 24,
+                "step_ms": step_ms, "allocator": "reuse"}
+
+    module.write_rows([row("informer", "fp32", 13), row("informer", "bf16", 14)], results, module.COLUMNS)
+    module.write_rows([row("informer", "bf16", 12), row("logsparse", "fp32", 58)], loan, module.COLUMNS)
+    assert module.main(["--merge", str(loan), "--output", str(results)]) == 0
+    assert [(r["model"], r["precision"], r["step_ms"]) for r in module.csv_rows(results)] == [
+        ("informer", "fp32", "13"), ("informer", "bf16", "12"), ("logsparse", "fp32", "58")]
