@@ -389,7 +389,7 @@ def test_autoregressive_samples_are_ancestral_paths():
     pytest.param("M", None, id="seasonal-naive-M"),
 ])
 def test_a_windows_sample_paths_do_not_depend_on_its_batch(features, options):
-    """Catches: one generator's draws spread over the batch in order (the seventh round's sampler), so a window's
+    """Catches: one generator's draws spread over the batch in order (the sampler before WindowDraws), so a window's
     paths, and the quantiles evaluate() scores and predict() gives, changed with the batch size, the window's place
     in it and the windows beside it (a panel's q0.1 moved by up to 4.85 between two batchings)."""
     s = spec(features, pred_len=5)
