@@ -357,7 +357,8 @@ def _destination(run: _FittedRun, flag: str, default: str) -> Path:
         raise ConfigError(f"--{flag} {destination}: {run.command} writes CSV. Fix: name a .csv file, e.g. "
                           f"{destination.with_suffix('.csv')}.")
     for source, which in ((run.data, ""), (run.flags.get("future_covariates"), " (--future_covariates)")):
-        if source and destination.exists() and Path(source).exists() and destination.samefile(source):
+        source = _file_read(source) if source else None
+        if source is not None and destination.exists() and destination.samefile(source):
             raise ConfigError(f"--{flag} {destination} is the data this command reads{which}; writing it would destroy "
                               "it. Fix: name another file.")
     try:
@@ -369,6 +370,21 @@ def _destination(run: _FittedRun, flag: str, default: str) -> Path:
         raise ConfigError(f"--{flag} {destination}: its folder {destination.parent} is not writable. Fix: name a "
                           f"writable place with --{flag}.")
     return destination
+
+
+def _file_read(source: str) -> Path | None:
+    """The file ``source`` names: a path, else a registered dataset's local copy (FORECAST_DATA_DIR, the cache,
+    the package's own), so that a name such as ``ETTh1`` is guarded like its path; ``None`` where none is found."""
+    from forecast import datasets
+
+    if Path(source).exists():
+        return Path(source)
+    if datasets.find(source) is None:
+        return None
+    try:  # never a download here: a dataset not yet on disk cannot be the destination
+        return datasets.locate(source, download=False, verify=False)
+    except ForecastError:
+        return None
 
 
 def _test(args: argparse.Namespace, tokens: list[str]) -> int:

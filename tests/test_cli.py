@@ -174,6 +174,29 @@ def test_a_run_folder_alone_validates_tests_and_predicts_what_it_was_fitted_on(w
     assert "(On the command line" not in capsys.readouterr().err  # 'dataset=' in a folder's name is no fix
 
 
+def test_output_and_report_never_overwrite_the_registered_dataset_they_read(workdir, capsys, monkeypatch):
+    """`predict --run_dir rn --output $FORECAST_DATA_DIR/ETTh1.csv` replaced ETTh1.csv with the forecast: the
+    same-file guard looked for a file named 'ETTh1', the dataset's name, and found none."""
+    import lzma
+
+    from forecast.datasets import EMBEDDED_DIR
+
+    mirror = workdir / "mirror"
+    mirror.mkdir()
+    data = mirror / "ETTh1.csv"
+    data.write_bytes(lzma.decompress((EMBEDDED_DIR / "ETTh1.csv.xz").read_bytes()))
+    monkeypatch.setenv("FORECAST_DATA_DIR", str(mirror))
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "ETTh1", "--data.pred_len", "4",
+                 "--run_dir", "rn"]) == 0
+    capsys.readouterr()
+    before = data.read_bytes()
+    for args in (["predict", "--run_dir", "rn", "--output", str(data)],
+                 ["test", "--run_dir", "rn", "--report", str(data)]):
+        assert main(args) == 2
+        assert f"{data} is the data this command reads" in capsys.readouterr().err
+    assert data.read_bytes() == before
+
+
 def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
     """One run-folder scheme: `forecast sweep`, `forecast fit` and `forecast predict` find the same run."""
     config_path = workdir / "configs" / "toy" / "informer_M_8.yaml"
