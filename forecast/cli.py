@@ -221,6 +221,7 @@ def _require_same_model(config: RunConfig, wanted_forecaster: Forecaster, foreca
     than ``config`` names: the run is used as saved, so the config's options would be ignored. Training settings
     may differ (a run resumed with more epochs is the same run)."""
     from forecast import datasets
+    from forecast.data.splits import split_key
     from forecast.options import LOADING_OPTIONS
 
     # Options that only load the windows: a run scored with other values is the same run (scored with the config's).
@@ -235,6 +236,10 @@ def _require_same_model(config: RunConfig, wanted_forecaster: Forecaster, foreca
                 ours, theirs = (value if value is not None else registered.target for value in (ours, theirs))
             if ours != theirs:
                 differences.append((f"{name}.{option}", theirs, ours))
+    # The split is fit's argument, not the Forecaster's, so its config holds none: the run's config.json does. Scored
+    # with another split, the test windows could be ones the model trained on. No split in the config: the run's.
+    if config.split is not None and split_key(config.split) != split_key(forecaster.predictor.split):
+        differences.append(("data.split", split_key(forecaster.predictor.split), split_key(config.split)))
     if differences:
         listed = "; ".join(f"--{option} {theirs} in the run, {ours} in the config"
                            for option, theirs, ours in differences)

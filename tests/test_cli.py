@@ -331,6 +331,24 @@ def test_a_config_naming_another_model_or_window_than_its_run_dir_holds_is_refus
                  "--trainer.learning_rate", "0.01", "--report", "report.csv"]) == 0
 
 
+def test_a_config_naming_another_split_than_its_run_dir_was_fitted_with_is_refused(workdir, capsys):
+    """`test --config tiny.yaml --data.split '[0.3,0.2,0.5]' --run_dir run` on a run fitted on 0.8/0.1/0.1 scored
+    windows the model trained on and wrote the report: the comparison read the Forecaster's config, which holds
+    no split."""
+    (workdir / "naive.yaml").write_text(yaml.safe_dump({**TINY, "model": {"name": "naive"}}))
+    assert main(["fit", "--config", "naive.yaml", "--data.split", "[0.8,0.1,0.1]", "--run_dir", "run"]) == 0
+    capsys.readouterr()
+    base = ["--config", "naive.yaml", "--run_dir", "run"]
+    for command in (["test", "--report", "report.csv"], ["validate"]):
+        assert main([*command, *base, "--data.split", "[0.3,0.2,0.5]"]) == 2
+        error = capsys.readouterr().err
+        assert ("--data.split [0.8, 0.1, 0.1] in the run, [0.3, 0.2, 0.5] in the config. Fix:" in error), error
+    assert not (workdir / "report.csv").exists()
+    # the run's own split, however written, or none (the run's), is the run's
+    assert main(["test", "--report", "report.csv", *base, "--data.split", "[0.80,0.1,0.10]"]) == 0
+    assert main(["test", "--report", "report.csv", *base]) == 0
+
+
 def test_a_config_with_its_run_dir_scores_with_the_configs_loader_and_device_settings(workdir, capsys, monkeypatch):
     """`test --config tiny.yaml --run_dir run --data.eval_batch_size 7 --trainer.accelerator cpu` scored with the
     run's saved loader and device settings: those of the config, which name no other model, were silently
