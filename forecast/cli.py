@@ -99,7 +99,8 @@ _COMMAND_FLAGS: dict[str, list[tuple[str, Any, Any, str]]] = {
     "test": [("windows", Literal["train", "val", "test"], "test", "the split whose windows are scored"),
              ("report", str | None, None, "where the full report goes (default RUN_DIR/<windows>_report.csv; "
                                             "of --input data, RUN_DIR/<windows>_report_<its name>.csv)")],
-    "predict": [("output", str | None, None, "where the forecast goes (default RUN_DIR/forecast.csv)"),
+    "predict": [("output", str | None, None, "where the forecast goes (default RUN_DIR/forecast.csv; of "
+                                             "--input data, RUN_DIR/forecast_<its name>.csv)"),
                 ("future_covariates", str | None, None, "a panel's future covariates for the forecast steps: a "
                  "long-format CSV with the id, date and future covariate columns")],
 }
@@ -411,7 +412,9 @@ def _test(args: argparse.Namespace, tokens: list[str]) -> int:
 def _predict(args: argparse.Namespace, tokens: list[str]) -> int:
     run = _fitted_run("predict", tokens)
     forecaster = run.forecaster
-    destination = _destination(run, "output", "forecast.csv")
+    # Other data's forecast beside the fitted data's, never over it (as test's report).
+    other = f"_{Path(run.flags['input']).stem}" if run.flags["input"] else ""
+    destination = _destination(run, "output", f"forecast{other}.csv")
     future = forecaster.predict(run.data, future_covariates=run.flags["future_covariates"])
     if forecaster.fitted_state.panel is not None:  # a long frame: its id and date are columns
         write_atomically(destination, lambda temporary: future.to_csv(temporary, index=False))

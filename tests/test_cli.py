@@ -197,6 +197,20 @@ def test_output_and_report_never_overwrite_the_registered_dataset_they_read(work
     assert data.read_bytes() == before
 
 
+def test_predict_of_other_data_writes_beside_the_runs_own_forecast(workdir, capsys):
+    """`predict --run_dir run --input other.csv` wrote over the run's forecast.csv, where `test` writes other
+    data's report beside the run's own."""
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "run"]) == 0
+    write_series(workdir / "other.csv", rows=200)
+    assert main(["predict", "--run_dir", "run"]) == 0
+    own = (workdir / "run" / "forecast.csv").read_text()
+    assert main(["predict", "--run_dir", "run", "--input", "other.csv"]) == 0
+    assert "written to run/forecast_other.csv" in capsys.readouterr().out
+    assert (workdir / "run" / "forecast.csv").read_text() == own
+    assert (workdir / "run" / "forecast_other.csv").read_text() != own
+
+
 def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
     """One run-folder scheme: `forecast sweep`, `forecast fit` and `forecast predict` find the same run."""
     config_path = workdir / "configs" / "toy" / "informer_M_8.yaml"
