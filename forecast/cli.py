@@ -657,16 +657,20 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Run benchmark configs over seeds; finished rows are skipped and "
                                             "interrupted runs resume. See forecast.sweep.")
     sweep.add_argument("--sweep", default=None, metavar="FILE.yaml", help="sweep file (flags override it)")
-    sweep.add_argument("--config", nargs="+", default=None, metavar="FILE.yaml",
-                       help="run these config files instead of selecting from --configs_dir")
+    sweep.add_argument("--config", nargs="+", action="extend", default=None, metavar="FILE.yaml",
+                       help="run these config files instead of selecting from --configs_dir (each its own run, never "
+                            "merged as fit merges them)")
     sweep.add_argument("--configs_dir", type=Path, default=None,
                        help="default configs (experiments/benchmark.yaml names the repository's)")
-    sweep.add_argument("--datasets", nargs="+", default=None, help="only the configs of these datasets")
-    sweep.add_argument("--models", nargs="+", default=None, help="only the configs of these models")
-    sweep.add_argument("--features", nargs="+", default=None, choices=["M", "S", "MS"],
+    sweep.add_argument("--datasets", nargs="+", action="extend", default=None,
+                       help="only the configs of these datasets")
+    sweep.add_argument("--models", nargs="+", action="extend", default=None, help="only the configs of these models")
+    sweep.add_argument("--features", nargs="+", action="extend", default=None, choices=["M", "S", "MS"],
                        help="only the configs of these feature modes")
-    sweep.add_argument("--horizons", nargs="+", type=int, default=None, help="only the configs of these pred_len")
-    sweep.add_argument("--seeds", nargs="+", type=int, default=None, help="default: each config's seed")
+    sweep.add_argument("--horizons", nargs="+", action="extend", type=int, default=None,
+                       help="only the configs of these pred_len")
+    sweep.add_argument("--seeds", nargs="+", action="extend", type=int, default=None,
+                       help="default: each config's seed")
     sweep.add_argument("--results_dir", type=Path, default=None,
                        help="the folder of results CSVs, one per dataset (default: results)")
     sweep.add_argument("--runs_dir", type=Path, default=None,

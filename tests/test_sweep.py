@@ -338,6 +338,15 @@ def test_sweep_file_and_flags_combine(sweep_dirs, tmp_path, capsys):
         SweepSpec.from_file(sweep_file)
 
 
+def test_a_list_flag_given_twice_adds_to_the_list(sweep_dirs, capsys):
+    """`--seeds 0 --seeds 1` (and --config, --models, ... given twice) kept only the last: one run of two."""
+    for flags in (["--config", "configs/toy/naive_M_4.yaml", "--config", "configs/toy/informer_M_4.yaml"],
+                  ["--configs_dir", "configs", "--models", "naive", "--models", "informer", "--datasets", "toy",
+                   "--datasets", "toy", "--features", "M", "--features", "S", "--horizons", "4", "--horizons", "8"]):
+        assert main(["sweep", *flags, "--seeds", "0", "--seeds", "1", "--dry_run"]) == 0
+        assert "4 runs: 0 done, 0 partial, 4 pending" in capsys.readouterr().out
+
+
 def run_ids(runs) -> list[tuple[str, int]]:
     return [(run.config_path.name, run.experiment.seed) for run in runs]
 
