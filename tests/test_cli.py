@@ -843,6 +843,20 @@ def test_a_data_error_names_the_fix_as_the_commands_flag(workdir, capsys):
     assert with_command_line_flags(reported, "sweep") == reported
 
 
+def test_a_keyword_of_a_call_the_fix_shows_is_not_offered_as_a_flag(workdir, capsys):
+    """With the date column renamed, predict's error ended "--data.columns is an option of a new `forecast fit`":
+    the hint read `columns=` inside the fix's `df.rename(columns={...})`, a pandas call, as the data option."""
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "run"]) == 0
+    pd.read_csv(workdir / "toy.csv").rename(columns={"date": "when"}).to_csv(workdir / "renamed.csv", index=False)
+    capsys.readouterr()
+    assert main(["predict", "--run_dir", "run", "--input", "renamed.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "df.rename(columns={'<its name>': 'date'})" in err and "--data.columns" not in err, err
+    pivot = "Fix: df.pivot(index='date', columns='id', values=<the target>) (fill_nan=...)."
+    assert with_command_line_flags(pivot, "fit").endswith("(On the command line: --data.fill_nan.)")
+
+
 def test_fit_into_a_file_is_refused_and_resume_false_replaces_another_run(workdir, capsys):
     (workdir / "taken").write_text("notes\n")
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "taken"]) == 2
