@@ -121,7 +121,7 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
                           f"with --model.name and --data.dataset (forecast fit --help lists them){run_dir}.")
 
     config, given = parse_config([], tokens, prog=f"forecast {command}",
-                                 add_arguments=lambda parser: _add_flags(parser, flags),
+                                 add_arguments=lambda parser: _add_flags(parser, flags, print_config=True),
                                  description=f"{COMMAND_HELP[command]}. Options come from YAML files (--config, "
                                              "repeatable) and flags (--model.d_model 64, --data.batch_size 16, "
                                              "--trainer.max_epochs 1, --seed 3, --run_dir DIR); later ones win. "
@@ -131,10 +131,17 @@ def _config(command: str, tokens: list[str]) -> tuple[Any, dict[str, Any]]:
     return config, {name: given.get(name, default) for name, _, default, _ in flags}
 
 
-def _add_flags(parser: Any, flags: Sequence[tuple[str, Any, Any, str]]) -> None:
-    """A command's own flags, ``(name, type, default, help)`` each, on its jsonargparse parser."""
+def _add_flags(parser: Any, flags: Sequence[tuple[str, Any, Any, str]], *, print_config: bool = False) -> None:
+    """A command's own flags, ``(name, type, default, help)`` each, on its jsonargparse parser; with
+    ``print_config``, its ``--print_config`` described as :func:`_print_config` takes it."""
     for name, annotation, default, help_text in flags:
         parser.add_argument(f"--{name}", type=annotation, default=default, help=help_text)
+    if print_config:  # jsonargparse's help offers `[=flags]` (skip_default, skip_unset), which _print_config refuses
+        for action in parser._actions:
+            if _PRINT_CONFIG[0] in action.option_strings:
+                action.metavar = ""
+                action.help = ("print the config as given, then what the recipe and the defaults fill in, as "
+                               "comments, and exit (no flags: --print_config alone)")
 
 
 def _names_a_config(tokens: Sequence[str]) -> bool:

@@ -485,6 +485,15 @@ def test_print_config_flags_are_refused_rather_than_ignored(workdir, capsys):
     assert main(["fit", "--config", "tiny.yaml", "--print_config"]) == 0
 
 
+def test_help_describes_print_config_as_it_is_taken(capsys):
+    """`fit --help` offered `--print_config [=flags]` with skip_default and skip_unset, which it then refused."""
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--print_config print the config as given" in out and "(no flags: --print_config alone)" in out
+    assert "[=flags]" not in out and "skip_default" not in out
+
+
 def test_print_config_refuses_what_fit_refuses(workdir, capsys):
     """--print_config showed `attention: foo` and d_model 15 with 2 heads as a config, which fit then refused, and
     a one-element split (`--data.split+ 0.6`), which fit refused only after announcing the run."""
