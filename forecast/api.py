@@ -383,6 +383,8 @@ class Forecaster:
         ``run_dir``. With ``resume`` (default), a run killed earlier continues from its
         ``last.ckpt``, after checking that it was made with the same model, options,
         variables and data (the same scaling of the training rows), before the folder is touched.
+        A finished run there without checkpoints (a sweep's re-fit, a :meth:`save` folder) is checked
+        alike: another run is refused, the same one trains again.
         A fit that does not resume replaces the run in ``run_dir``: the weights and checkpoints
         another fit left there are removed as it starts (a resumed one keeps the checkpoints), so a
         fit stopped before it finishes leaves a folder that :meth:`load` refuses, never one that

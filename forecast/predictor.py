@@ -439,20 +439,7 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
     checkpoint = last_checkpoint(run_dir) if resume else None
     saved = _saved_state(fitted)
     if checkpoint is not None:
-        if not (run_dir / CONFIG_FILE).is_file():
-            raise ConfigError(
-                f"{run_dir} holds a checkpoint but no {CONFIG_FILE}, so it cannot be checked against this "
-                "Forecaster. Fix: use another run_dir, or resume=False to train from scratch."
-            )
-        stored = read_json(run_dir / CONFIG_FILE)
-        previous = _run_identity(stored, stored.get("fitted", {}))
-        current = _run_identity(config, saved[0])
-        differing = _differences(previous, current)
-        if differing:
-            raise ConfigError(
-                f"{run_dir} holds another run ({'; '.join(differing)}); it cannot be resumed by this Forecaster. "
-                "Fix: use another run_dir, or resume=False to train from scratch there."
-            )
+        stored = _same_run(run_dir, config, saved, "a checkpoint", "it cannot be resumed by this Forecaster")
         _require_same_training(run_dir, stored.get("training", {}), config["training"])
         if "split" in stored and stored["split"] != jsonable(split, "split"):
             raise ConfigError(
@@ -460,20 +447,56 @@ def prepare_run_dir(run_dir: Path, config: Mapping[str, Any], fitted: FittedStat
                 "far was chosen on other validation windows, and resuming would compare losses over two sets. Fix: "
                 "fit with the run's split to resume it, use another run_dir, or resume=False to train from scratch."
             )
-        # Checked before the folder is touched: its finished model and scaling stay as they were.
-        scaling = read_json(run_dir / SCALER_FILE)
-        if (stored.get("fitted"), scaling) != (saved[0], comparable(saved[1], scaling)):
-            differing = static_changes(scaling, saved[1]) or (
-                "its data's name, frequency, windows or the scaling of its training rows differ")
-            raise ConfigError(
-                f"{run_dir} holds a run fitted on other data ({differing}), so its checkpoint cannot be resumed on "
-                "this data. Fix: fit on the data the run was fitted on, use another run_dir, or resume=False to "
-                "train from scratch there."
-            )
+        _same_data(run_dir, stored, saved, "so its checkpoint cannot be resumed on this data")
+    elif resume and (run_dir / WEIGHTS_FILE).is_file():
+        # A finished run without checkpoints (a sweep's re-fit after training, a Forecaster.save() folder): a
+        # resuming fit must not delete another run's model. The same run has nothing to resume: it trains again,
+        # as a fit resuming a finished run's checkpoints trains on to the same result.
+        refusal = "this fit would replace its model"
+        _same_data(run_dir, _same_run(run_dir, config, saved, f"a finished run ({WEIGHTS_FILE})", refusal),
+                   saved, refusal)
+        log.info("%s holds this run finished, without checkpoints to resume: training it again", run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     _remove_previous_fit(run_dir, resuming=checkpoint is not None)
     write_config(run_dir, config, saved, split, data_file)
     return checkpoint is not None
+
+
+def _same_run(run_dir: Path, config: Mapping[str, Any], saved: tuple[dict[str, Any], dict[str, Any]],
+              held: str, refusal: str) -> dict[str, Any]:
+    """``run_dir``'s config.json, where ``held`` is; ConfigError (saying ``refusal``) unless it names the run of
+    ``config`` and ``saved`` (:func:`_saved_state`): the same model, options, data and variables."""
+    try:
+        stored = read_json(run_dir / CONFIG_FILE) if (run_dir / CONFIG_FILE).is_file() else None
+        previous = _run_identity(stored, stored.get("fitted", {})) if isinstance(stored, dict) else None
+    except (ConfigError, KeyError, TypeError, AttributeError):  # a config.json this package did not write
+        previous = None
+    if previous is None:
+        raise ConfigError(
+            f"{run_dir} holds {held} but no {CONFIG_FILE} of a forecast run, so it cannot be checked against this "
+            "Forecaster. Fix: use another run_dir, or resume=False to train from scratch there."
+        )
+    differing = _differences(previous, _run_identity(config, saved[0]))
+    if differing:
+        raise ConfigError(
+            f"{run_dir} holds another run ({'; '.join(differing)}); {refusal}. "
+            "Fix: use another run_dir, or resume=False to train from scratch there."
+        )
+    return stored
+
+
+def _same_data(run_dir: Path, stored: Mapping[str, Any], saved: tuple[dict[str, Any], dict[str, Any]],
+               refusal: str) -> None:
+    """ConfigError (saying ``refusal``) unless ``run_dir``'s run was fitted on the data ``saved`` holds.
+    Checked before the folder is touched: its finished model and scaling stay as they were."""
+    scaling = read_json(run_dir / SCALER_FILE)
+    if (stored.get("fitted"), scaling) != (saved[0], comparable(saved[1], scaling)):
+        differing = static_changes(scaling, saved[1]) or (
+            "its data's name, frequency, windows or the scaling of its training rows differ")
+        raise ConfigError(
+            f"{run_dir} holds a run fitted on other data ({differing}), {refusal}. Fix: fit on the data the run "
+            "was fitted on, use another run_dir, or resume=False to train from scratch there."
+        )
 
 
 def _remove_previous_fit(run_dir: Path, resuming: bool) -> None:

@@ -661,6 +661,26 @@ def test_resuming_another_model_names_each_option_that_differs(frame, tmp_path):
         Forecaster("dlinear", **{**WINDOW, "pred_len": 4}, kernel_size=7, max_epochs=1).fit(frame, run_dir=run_dir)
 
 
+def test_a_finished_run_without_checkpoints_is_not_replaced_by_another_run(frame, tmp_path):
+    """A resuming fit checked a folder's run only against a checkpoint: a finished run without one (a sweep's re-fit
+    after training, a Forecaster.save() folder) lost its model.pt to a fit of another model."""
+    run_dir = tmp_path / "run"
+    Forecaster("dlinear", **WINDOW, max_epochs=1).fit(frame).save(run_dir)
+    kept = ("config.json", "model.pt", "scaler.json")
+    saved = {name: (run_dir / name).read_bytes() for name in kept}
+    with pytest.raises(ConfigError, match=re.escape(f"{run_dir} holds another run (model 'dlinear' in the run, "
+                                                    "'naive' now); this fit would replace its model. Fix: use "
+                                                    "another run_dir, or resume=False")):
+        Forecaster("naive", **WINDOW).fit(frame, run_dir=run_dir)
+    assert {name: (run_dir / name).read_bytes() for name in kept} == saved
+    (run_dir / "config.json").write_text("{}")  # a folder of someone else's model
+    with pytest.raises(ConfigError, match=r"holds a finished run \(model.pt\) but no config.json of a forecast run"):
+        Forecaster("naive", **WINDOW).fit(frame, run_dir=run_dir)
+    Forecaster("naive", **WINDOW).fit(frame, run_dir=run_dir, resume=False)  # trains from scratch there
+    Forecaster("naive", **WINDOW).fit(frame, run_dir=run_dir)  # the same run, finished: trained again
+    assert json.loads((run_dir / "config.json").read_text())["model"] == "naive"
+
+
 def test_a_run_folder_being_fitted_by_another_process_is_refused_untouched(frame, tmp_path):
     """Two processes fitting one run_dir (a config started twice) interleaved their checkpoints and weights."""
     run_dir = tmp_path / "run"
