@@ -104,7 +104,8 @@ def _train_seeded(options: ForecasterOptions, data: Table, split: Any, run_dir: 
     model = build_model(options.model, DataSpec.from_fitted(fitted), **options.model_options)
     refuse_point_quantiles(options.model, options.quantiles, model.probabilistic)
     module = options.new_module(model, fitted)
-    run_path, config = Path(run_dir) if run_dir is not None else None, options.config()
+    # expanduser: Lightning expands "~" in the checkpoints' folder, so the run's files would be split in two.
+    run_path, config = Path(run_dir).expanduser() if run_dir is not None else None, options.config()
     with fit_lock(run_path):
         resume = prepare_run_dir(run_path, config, fitted, split, data_file, resume) if run_path is not None else False
         run = fit_best(module, datamodule, options.training, run_path, callbacks=options.callbacks,
@@ -466,8 +467,9 @@ class Forecaster:
         forecaster whose loader and device settings (never its model) evaluate this one, and place it for
         ``predict``, where the saved ones were another machine's.
         """
-        config = read_config(Path(path))
-        forecaster = _unfitted(cls, config, Path(path))
+        path = Path(path).expanduser()  # as fit's run_dir
+        config = read_config(path)
+        forecaster = _unfitted(cls, config, path)
         if scored_like is not None:
             forecaster._options = forecaster._options.with_scoring(scored_like._options)
         options = forecaster._options

@@ -879,9 +879,11 @@ class RunConfig:
         named by its stem and a digest of its bytes (:func:`~forecast.experiment.dataset_label`), so another file
         of that name, or the file after an edit, names another folder.
         """
+        # expanduser: a "~" in a YAML file, or in --run_dir=~/x, is not the shell's to expand, and Lightning
+        # expands it in the checkpoints' folder: unexpanded, the run's files were split between two folders.
         if self.run_dir is not None:
-            return Path(self.run_dir)
-        return Path(root) / self.experiment().run_name()
+            return Path(self.run_dir).expanduser()
+        return Path(root).expanduser() / self.experiment().run_name()
 
     # ---------------------------------------------------------------- builders
 

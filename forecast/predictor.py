@@ -817,7 +817,7 @@ class Predictor:
 
         Other files in the directory (checkpoints, logs) are left alone.
         """
-        directory = Path(path)
+        directory = Path(path).expanduser()  # as fit's run_dir, which save(run_dir) may name
         if directory.exists() and not directory.is_dir():  # mkdir's FileExistsError named no fix
             raise ConfigError(f"save({str(path)!r}): {directory} is a file; a saved forecaster is a folder "
                               "(config.json, scaler.json, model.pt). Fix: name a folder.")

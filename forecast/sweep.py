@@ -108,9 +108,9 @@ class SweepSpec:
     shard: tuple[int, int] | None = None  # (K, N): this worker's runs, see plan_sweep; "K/N" is accepted too
 
     def __post_init__(self) -> None:
-        for name in ("configs_dir", "results_dir", "runs_dir"):
-            object.__setattr__(self, name, Path(getattr(self, name)))
-        object.__setattr__(self, "configs", tuple(Path(path) for path in self.configs))
+        for name in ("configs_dir", "results_dir", "runs_dir"):  # "~" from a sweep file: see resolved_run_dir
+            object.__setattr__(self, name, Path(getattr(self, name)).expanduser())
+        object.__setattr__(self, "configs", tuple(Path(path).expanduser() for path in self.configs))
         for name in ("horizons", "seeds"):
             object.__setattr__(self, name, require_ints(name, getattr(self, name), 0, allow_empty=True))
         for name in ("datasets", "models", "features"):

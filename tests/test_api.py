@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 import forecast
 from forecast import Forecaster
 from forecast.api import model_option_names
+from forecast.config import RunConfig
 from forecast.data import WindowDataModule
 from forecast.errors import ConfigError, DataError
 from forecast.experiment import dataset_label
@@ -30,6 +31,7 @@ from forecast.models import MODELS, ForecastModel
 from forecast.models.base import SAMPLE_PATHS, SAMPLE_SEED
 from forecast.plotting import plot_attention, plot_probsparse, quantile_column
 from forecast.recipes import get_recipe
+from forecast.sweep import SweepSpec
 
 ROWS, SEQ_LEN, LABEL_LEN, PRED_LEN = 400, 32, 16, 8
 WINDOW = dict(seq_len=SEQ_LEN, label_len=LABEL_LEN, pred_len=PRED_LEN)
@@ -679,6 +681,25 @@ def test_a_finished_run_without_checkpoints_is_not_replaced_by_another_run(frame
     Forecaster("naive", **WINDOW).fit(frame, run_dir=run_dir, resume=False)  # trains from scratch there
     Forecaster("naive", **WINDOW).fit(frame, run_dir=run_dir)  # the same run, finished: trained again
     assert json.loads((run_dir / "config.json").read_text())["model"] == "naive"
+
+
+def test_a_run_dir_under_home_keeps_the_whole_run_there_and_resumes(frame, tmp_path, monkeypatch):
+    """"~/run" put config.json, scaler.json and model.pt in a folder named "~" under the working directory, and
+    Lightning's checkpoints (which it expands) in the home folder: the same fit again never resumed."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    Forecaster("dlinear", **WINDOW, max_epochs=1).fit(frame, run_dir="~/run")
+    assert not (tmp_path / "~").exists()
+    assert {"config.json", "scaler.json", "model.pt", "checkpoints"} <= {path.name for path in (home / "run").iterdir()}
+    resumed = Forecaster("dlinear", **WINDOW, max_epochs=2).fit(frame, run_dir="~/run")
+    assert resumed.last_fit.epochs == 2 and Forecaster.load("~/run").config["model"] == "dlinear"
+    config = RunConfig.from_mapping({"model": {"name": "dlinear"}, "run_dir": "~/run",
+                                     "data": {"dataset": "x.csv", "seq_len": 32, "label_len": 16, "pred_len": 8}})
+    assert config.resolved_run_dir() == home / "run"
+    sweep = SweepSpec(runs_dir="~/runs", results_dir="~/results")
+    assert (sweep.runs_dir, sweep.results_dir) == (home / "runs", home / "results")
 
 
 def test_a_run_folder_being_fitted_by_another_process_is_refused_untouched(frame, tmp_path):
