@@ -83,7 +83,8 @@ class TrainingConfig:
         strategy: Lightning's strategy (``ddp`` trains on several processes; docs/scaling.md).
         num_nodes: machines to train on, with a distributed strategy.
         precision: Lightning's precision (``bf16-mixed``: bf16 autocast). None: fp32.
-        limit_train_batches: training batches per epoch: a count, or a fraction of them. None: all.
+        limit_train_batches: training batches per epoch: a positive count, or a fraction of them (at most 1).
+            None: all. (``limit_val_batches`` and the other ``limit_*`` Trainer options are checked alike.)
         checkpoint_every_n_steps: also write ``last.ckpt`` every that many optimizer steps (with a run
             folder), so a run killed during a long epoch resumes close to where it died.
         checkpoint_every_minutes: also write ``last.ckpt`` every that many minutes of training.
@@ -167,6 +168,15 @@ class TrainingConfig:
             raise ConfigError(f"precision={self.precision!r} casts the weights themselves, and calibration and "
                               "predict feed the model float32 windows. Fix: precision='bf16-mixed' (autocast, the "
                               "weights in float32) or leave it unset.")
+        for name in ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches"):
+            limit = self.limit_train_batches if name == "limit_train_batches" else self.extra_trainer_options.get(name)
+            # Lightning refuses these only as it builds the Trainer, in a message naming the device settings.
+            if (isinstance(limit, (int, float)) and not isinstance(limit, bool)
+                    and not (limit >= 0 and (limit <= 1 or float(limit).is_integer()))):
+                raise ConfigError(
+                    f"{name}={limit!r} is neither a number of batches nor a fraction of them. Fix: {name}= a "
+                    "positive number of batches or a fraction (e.g. 0.25), or leave it out."
+                )
         limit = self.limit_train_batches
         if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:  # Lightning's way to skip
             raise ConfigError(

@@ -810,6 +810,15 @@ def test_a_fit_on_no_training_batch_is_refused_at_construction_naming_the_option
         Forecaster("dlinear", **WINDOW, limit_train_batches=limit)
 
 
+@pytest.mark.parametrize("name, limit", [("limit_train_batches", -3), ("limit_val_batches", -2),
+                                         ("limit_test_batches", -0.5), ("limit_predict_batches", 1.5)])
+def test_a_negative_or_fractional_above_one_batch_limit_is_refused_at_construction_naming_it(name, limit):
+    """A negative limit passed, and Lightning's refusal named the device settings, not the limit."""
+    with pytest.raises(ConfigError, match=rf"{name}={limit}.*neither a number of batches nor a fraction.*Fix: {name}="):
+        Forecaster("dlinear", **WINDOW, **{name: limit})
+    Forecaster("dlinear", **WINDOW, **{name: 2.0})  # a whole number of batches, as Lightning reads it
+
+
 def test_validation_less_often_than_the_epochs_trained_is_refused_at_construction():
     """check_val_every_n_epoch > max_epochs never validated: the last weights were kept, the history all NaN."""
     with pytest.raises(ConfigError, match=r"check_val_every_n_epoch=5.*max_epochs=2.*lowest validation loss.*"
