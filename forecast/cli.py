@@ -204,7 +204,7 @@ def _fitted_run(command: str, tokens: list[str]) -> _FittedRun:
 
     if _names_saved_run_only(tokens):
         flags = _saved_run_flags(command, tokens)
-        run_dir = _require_fitted(Path(flags.pop("run_dir")))
+        run_dir = _require_fitted(Path(flags.pop("run_dir")).expanduser())
         forecaster = Forecaster.load(run_dir)
         return _FittedRun(run_dir, forecaster, flags["input"] or _fitted_data(forecaster, run_dir), None, flags,
                           command)
@@ -363,7 +363,7 @@ def _validate(args: argparse.Namespace, tokens: list[str]) -> int:
 def _destination(run: _FittedRun, flag: str, default: str) -> Path:
     """Where a command writes (``--<flag>``, else ``default`` in the run folder), checked before any work: never
     the data it reads, never a folder; its parent folder created."""
-    destination = Path(run.flags[flag]) if run.flags[flag] else run.run_dir / default
+    destination = Path(run.flags[flag]).expanduser() if run.flags[flag] else run.run_dir / default
     if destination.is_dir():
         raise ConfigError(f"--{flag} {destination} is a folder. Fix: name a file, e.g. {destination / default}.")
     if destination.suffix.lower() != ".csv":  # written as CSV whatever the name says

@@ -211,6 +211,16 @@ def test_predict_of_other_data_writes_beside_the_runs_own_forecast(workdir, caps
     assert (workdir / "run" / "forecast_other.csv").read_text() != own
 
 
+def test_predict_reads_a_run_and_writes_a_forecast_under_home_given_with_a_tilde(workdir, monkeypatch):
+    """`predict --run_dir ~/run` looked for a fitted run in a folder named "~" under the working directory, and
+    `--output ~/f.csv` wrote into one, where fit keeps the run in the home folder."""
+    monkeypatch.setenv("HOME", str(workdir / "home"))
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "~/run"]) == 0
+    assert main(["predict", "--run_dir", "~/run", "--output", "~/forecast.csv"]) == 0
+    assert (workdir / "home" / "forecast.csv").is_file() and not (workdir / "~").exists()
+
+
 def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
     """One run-folder scheme: `forecast sweep`, `forecast fit` and `forecast predict` find the same run."""
     config_path = workdir / "configs" / "toy" / "informer_M_8.yaml"
