@@ -291,16 +291,20 @@ def test_benchmark_readme_tables_are_generated_from_the_committed_csvs(script, b
     assert readme.read_text() == committed
 
 
-def _roofline():
-    """benchmarks/roofline.py as a module (it imports its sibling _common)."""
+def _script(name: str):
+    """benchmarks/<name>.py as a module (it imports its sibling _common)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        spec = importlib.util.spec_from_file_location("benchmark_roofline", BENCHMARKS / "roofline.py")
+        spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(BENCHMARKS))
     return module
+
+
+def _roofline():
+    return _script("roofline")
 
 
 def test_the_roofline_counts_a_steps_flops_and_its_share_of_the_gemm_rate():
@@ -451,15 +455,7 @@ def test_the_roofline_table_names_each_rows_machine_when_rows_come_from_several(
 
 @pytest.fixture(scope="module")
 def attention():
-    """benchmarks/attention.py as a module (it imports its sibling _common)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("benchmark_attention", BENCHMARKS / "attention.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return _script("attention")
 
 
 def _in_a_worker(code: str) -> str:
