@@ -611,3 +611,20 @@ def test_levels_that_one_metric_name_would_show_alike_are_refused():
         metrics.probabilistic_summary(samples, true, rhos=(0.1234567, 0.1234568), levels=())
     with pytest.raises(ConfigError, match=r"levels=\(0\.8, 0\.80000001\)"):
         metrics.ProbabilisticAccumulator(levels=(0.8, 0.80000001))
+
+
+def test_point_summary_applies_the_zero_policy_and_eps_it_is_given():
+    true = np.array([[[0.0], [1e-9], [2.0]]])  # one window, P=3, C=1: an exact zero and a near-zero truth
+    pred = np.array([[[1.0], [1.0], [3.0]]])
+    assert math.isnan(metrics.point_summary(pred, true, zeros="nan").overall["mape"])
+    assert metrics.point_summary(pred, true, eps=1e-6).overall["mape"] == 0.5  # both near-zeros left out
+    assert metrics.point_summary(pred, true, eps=1e-6).n_zero_truth == 2
+
+
+def test_combine_keeps_the_zero_truth_count_whichever_summary_holds_it():
+    true = np.array([[[0.0], [2.0]]])
+    pred = np.array([[[1.0], [3.0]]])
+    point = metrics.point_summary(pred, true)
+    probabilistic = metrics.probabilistic_summary(np.stack([pred, pred + 1]), true)
+    assert point.n_zero_truth == 1
+    assert probabilistic.combine(point).n_zero_truth == point.combine(probabilistic).n_zero_truth == 1
