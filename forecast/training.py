@@ -733,6 +733,7 @@ def log_interval(train_batches: int, processes: int = 1, limit_train_batches: fl
 
 
 RESUME_FIX = "delete it and resume from another checkpoint, or train from scratch (resume=False)"
+BEST_FIX = "train the run from scratch (resume=False), or use another run_dir"
 # numpy scalars and arrays are data too: a callback's state (np.mean of its losses) holds them, and Lightning saves
 # it in every checkpoint, which weights_only=True refused on resume.
 NUMPY_DATA = (np._core.multiarray.scalar, np._core.multiarray._reconstruct, np.ndarray, np.dtype,
@@ -966,16 +967,14 @@ def _restore_best(trainer: L.Trainer, module: L.LightningModule, best: BestWeigh
     checkpoint = trainer.checkpoint_callback  # the run folder's (first) one; never a user's, whose monitor is its own
     path = checkpoint.best_model_path if isinstance(checkpoint, RunCheckpoint) else ""
     if path:
-        try:
-            with numpy_data_allowed():
-                module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True)["state_dict"])
+        try:  # a resumed run's best checkpoint was never read before: pickled code, damaged or gone, it is refused
+            module.load_state_dict(load_checkpoint(path, fix=BEST_FIX)["state_dict"])
             score, epoch = checkpoint.best_model_score, re.search(r"epoch=(\d+)", Path(path).name)
             return (int(epoch[1]) if epoch else best.epoch), None if score is None else float(score)
-        except pickle.UnpicklingError as error:
+        except ConfigError as error:
             if best.state is None:
                 raise
-            log.warning("%s cannot be read with weights_only=True (%s); keeping this run's best weights from "
-                        "memory.", path, error)
+            log.warning("%s (keeping this run's best weights from memory)", error)
     if best.state is None:
         return -1, None
     module.model.load_state_dict(best.state)

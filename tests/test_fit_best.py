@@ -5,7 +5,6 @@ after that restore. Each test was written against a mutation of training.py that
 from __future__ import annotations
 
 import logging
-import pickle
 import re
 
 import pytest
@@ -13,16 +12,23 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from forecast import Forecaster
+from forecast.errors import ConfigError
 from tests.test_hostile import TINY_INFORMER, WINDOW, PlantsAFile, clean_frame
-def test_a_best_checkpoint_holding_pickled_code_is_never_unpickled(tmp_path):
-    """last.ckpt is checked before resuming; the best checkpoint that fit restores is read with weights_only too."""
+@pytest.mark.parametrize("damage", ["pickled code", "truncated", "deleted"])
+def test_a_resumed_runs_best_checkpoint_is_read_safely_or_refused_with_the_fix(tmp_path, damage):
+    """The best checkpoint a resumed finished run restores was read with a bare torch.load: pickled code, a cut
+    file or a missing one raised a raw traceback (torch's own advice: weights_only=False). Its code never runs."""
     frame, marker, run = clean_frame(60), tmp_path / "code-ran", tmp_path / "run"
     options = dict(**WINDOW, max_epochs=1, calibrate_correction=False, **TINY_INFORMER)
     Forecaster("informer", **options).fit(frame, run_dir=run)
     (best,) = (run / "checkpoints").glob("best-epoch=*.ckpt")
-    state = torch.load(best, weights_only=True)
-    torch.save({**state, "payload": PlantsAFile(marker)}, best)
-    with pytest.raises(pickle.UnpicklingError):  # refused unread (a ConfigError would be kinder: the note)
+    if damage == "pickled code":
+        torch.save({**torch.load(best, weights_only=True), "payload": PlantsAFile(marker)}, best)
+    elif damage == "truncated":
+        best.write_bytes(best.read_bytes()[:1000])
+    else:
+        best.unlink()
+    with pytest.raises(ConfigError, match=r"Fix: train the run from scratch \(resume=False\)"):
         Forecaster("informer", **options).fit(frame, run_dir=run)  # resumes the finished run, restores its best
     assert not marker.exists()
 
