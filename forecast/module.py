@@ -253,6 +253,14 @@ class ForecastModule(L.LightningModule):
         for metric in (*self.test_errors.values(), *self.test_quantiles.values()):
             metric.reset()
 
+    def drawn_quantiles(self, levels: Sequence[float], x: torch.Tensor, x_mark: torch.Tensor,
+                        y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
+        """The model's quantiles ``{level: [B, P, C_out]}`` of a batch as the test and ``predict`` draw them:
+        ``n_samples`` paths from a generator seeded afresh with ``sample_seed`` (each window from a stream of its
+        own), so a window's quantiles are the same in any batch."""
+        generator = torch.Generator(device=x.device).manual_seed(self.hparams.sample_seed)
+        return self.model.quantiles(x, x_mark, y_mark, levels, self.hparams.n_samples, generator)
+
     def score_batch(self, batch: dict[str, torch.Tensor]
                     ) -> dict[str, tuple[torch.Tensor, torch.Tensor, dict[float, torch.Tensor]]]:
         """A test batch's ``(point forecast, target, quantile forecast {level: ...})``, each ``[B, P, C_out]``, on
@@ -267,9 +275,7 @@ class ForecastModule(L.LightningModule):
             # those of n_samples paths (linear interpolation, the field's: the central 80% of S paths covers about
             # (S - 1) / (S + 1) of that, 78.4% at 100, of a calibrated forecast's truths).
             levels = self.test_quantiles["standardized"].needed_levels
-            generator = torch.Generator(device=self.device).manual_seed(self.hparams.sample_seed)
-            forecast = self.model.quantiles(*model_inputs(self.model.spec, batch), levels, self.hparams.n_samples,
-                                            generator)
+            forecast = self.drawn_quantiles(levels, *model_inputs(self.model.spec, batch))
         else:  # the point forecast as every quantile
             forecast = dict.fromkeys(self.test_quantiles["standardized"].rhos, pred)
         scored = {"standardized": (pred, target, forecast)}

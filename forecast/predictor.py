@@ -546,17 +546,15 @@ def model_quantiles(module: ForecastModule, levels: Sequence[float], x: torch.Te
                     y_mark: torch.Tensor) -> dict[float, torch.Tensor]:
     """``{level: [B, P, C_out]}`` on the model's scale from ``module``'s model if it is probabilistic, else ``{}``.
 
-    Drawn as ``evaluate()`` draws the quantiles it scores: the module's ``n_samples`` paths from a generator
-    seeded with its ``sample_seed`` (not the training seed), so the same forecaster gives the same quantiles every
-    time. The caller's RNG is left as it was, and seeded alike inside for models that draw from it instead.
+    Drawn as ``evaluate()`` draws the quantiles it scores (:meth:`ForecastModule.drawn_quantiles`: ``n_samples``
+    paths from a generator seeded with ``sample_seed``, not the training seed), so the same forecaster gives the
+    same quantiles every time. The caller's RNG is left as it was, and seeded alike inside for models that draw from it instead.
     """
     model = module.model
     if not levels or not model.probabilistic:
         return {}
-    hparams = module.hparams
-    with private_rng(hparams.sample_seed, x.device):
-        generator = torch.Generator(device=x.device).manual_seed(hparams.sample_seed)
-        result = model.quantiles(x, x_mark, y_mark, levels, hparams.n_samples, generator)
+    with private_rng(module.hparams.sample_seed, x.device):
+        result = module.drawn_quantiles(levels, x, x_mark, y_mark)
     return {level: result[level].to(torch.float64) for level in levels}
 
 
