@@ -25,12 +25,18 @@ PYTHON=${PYTHON:-.venv/bin/python}
 unpacked=$(mktemp -d)
 trap 'rm -rf "$unpacked"' EXIT
 tar -xzf "$files_at/results.tar.gz" -C "$unpacked"
-parts=("$files_at"/runs.tar.part-*)
-mkdir -p "$unpacked/runs"
-[ ${#parts[@]} -eq 0 ] || cat "${parts[@]}" | tar -x -C "$unpacked"
 for target in experiments/results ${results_dirs[@]+"${results_dirs[@]}"}; do
   "$PYTHON" experiments/merge_results.py "$unpacked/results" --into "$target"
 done
+parts=("$files_at"/runs.tar.part-*)
+mkdir -p "$unpacked/runs"
+# A part the device tool left out ends the archive early (the ninth loan's, past its 64 MiB): the runs before the
+# cut are whole, and the one tar was writing is dropped (-v names each file as tar starts it).
+if [ ${#parts[@]} -gt 0 ] && ! cat "${parts[@]}" | tar -xv -C "$unpacked" > "$unpacked/extracted" 2> /dev/null; then
+  cut_run=$(tail -n 1 "$unpacked/extracted" | cut -d/ -f1-2)
+  echo "the runs archive ends early (a part missing from $files_at): $cut_run left out" >&2
+  [ -n "$cut_run" ] && rm -rf "${unpacked:?}/$cut_run"
+fi
 mkdir -p "$runs_dir"
 for run in "$unpacked"/runs/*/; do
   name=$(basename "$run")

@@ -1351,3 +1351,29 @@ def test_device_unpack_reads_a_files_folder_named_relative_to_where_it_is_run(tm
                               text=True, timeout=300)
     assert unpacked.returncode == 0, unpacked.stderr
     assert f"0 saved forecasters in {tmp_path / 'runs'}" in unpacked.stdout
+
+
+def test_device_unpack_keeps_the_whole_runs_of_an_archive_cut_short(tmp_path):
+    """The ninth loan's device tool left out runs.tar's last parts (past its 64 MiB together): tar stopped at the
+    cut with an error, and the script exited before merging any row. Now the rows merge first, the runs before
+    the cut are kept, and the one tar was writing at the cut is dropped, not kept half-written."""
+    pack = tmp_path / "pack"
+    (pack / "results").mkdir(parents=True)
+    for name, size in (("run-a", 1000), ("run-b", 400_000)):  # smallest first, as device_grid.sh packs them
+        (pack / "runs" / name).mkdir(parents=True)
+        (pack / "runs" / name / "model.pt").write_bytes(os.urandom(size))
+    files = tmp_path / "files"
+    files.mkdir()
+    subprocess.run(["tar", "-czf", str(files / "results.tar.gz"), "-C", str(pack), "results"], check=True)
+    subprocess.run(f"tar -cf - -C {pack} runs/run-a runs/run-b | split -b 100k -d - {files}/runs.tar.part-",
+                   shell=True, check=True)
+    parts = sorted(files.glob("runs.tar.part-*"))
+    assert len(parts) == 4
+    parts[-1].unlink()  # what the device tool left out
+    unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), str(files), str(tmp_path / "r")],
+                              env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True,
+                              timeout=300)
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert "runs/run-b left out" in unpacked.stderr
+    assert sorted(path.name for path in (tmp_path / "r").iterdir()) == ["run-a"]
+    assert (tmp_path / "r" / "run-a" / "model.pt").stat().st_size == 1000
