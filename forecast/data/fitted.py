@@ -291,12 +291,12 @@ class FittedState:
         if self.panel is None:
             raise ConfigError(f"{panel.source}: the model was fitted on a wide table; pass one (no id column)")
         rows, columns = [], (*panel.past_covariates, panel.target)  # the order of PanelSeries.inputs
-        for series in panel.series:
-            position = self.panel.position(series.id, panel.source)
+        positions = self.panel.positions([series.id for series in panel.series], panel.source)
+        static_codes = self.panel.static_codes(panel.series, panel.source)  # [N, S]
+        for position, series, codes in zip(positions, panel.series, static_codes):
             source = f"{panel.source}, series {series.id!r}"
             rows.append(PanelRows(position, self.panel.scale_inputs(position, series, columns, panel.source),
-                                  self.panel.scale_known(series.future, source),
-                                  self.panel.static_codes(series, panel.source)))
+                                  self.panel.scale_known(series.future, source), codes))
         return rows
 
     def future_batch(self, data: Table | TimeSeries | Panel, future: Table | None = None) -> FutureBatch:

@@ -105,32 +105,33 @@ class PanelFit:
         """Codes per static covariate: the size of its embedding table."""
         return tuple(len(values) for values in self.static_values)
 
-    def position(self, series_id: Hashable, source: str) -> int:
-        """The fit position of ``series_id``, also where a file writes it as text (:func:`id_positions`); DataError
-        naming it when the fit never saw it."""
-        try:
-            return self.ids.index(series_id)
-        except ValueError:
-            pass
-        position = id_positions([series_id], self.ids)[0]
-        if position is not None:
-            return position
-        raise DataError(
-            f"{source}: series {series_id!r} was not in the data the model was fitted on ({len(self.ids)} series, "
-            f"e.g. {list(self.ids[:5])!r}); its scaling and id embedding are unknown. Fix: forecast the fitted "
-            "series only, or fit again with this series included."
-        )
+    def positions(self, series_ids: Sequence[Hashable], source: str) -> list[int]:
+        """The fit position of each of ``series_ids``, also where a file writes one as text (:func:`id_positions`,
+        one pass over the fit's ids however many are asked for); DataError naming the first the fit never saw."""
+        found = id_positions(series_ids, self.ids)
+        for series_id, position in zip(series_ids, found):
+            if position is None:
+                raise DataError(
+                    f"{source}: series {series_id!r} was not in the data the model was fitted on ({len(self.ids)} "
+                    f"series, e.g. {list(self.ids[:5])!r}); its scaling and id embedding are unknown. Fix: forecast "
+                    "the fitted series only, or fit again with this series included."
+                )
+        return found
 
-    def static_codes(self, series: PanelSeries, source: str) -> np.ndarray:
-        """int64 ``[S]``: the codes of a series' static covariates; DataError for a value the fit never saw."""
-        codes = []
-        for column, values in zip(self.static_columns, self.static_values):
-            value = series.static[column]
-            if value not in values:
-                raise DataError(f"{source}, series {series.id!r}: static covariate {column!r} is {value!r}, a value "
-                                f"the fit never saw ({list(values[:5])!r}). Fix: use the values of the fitted data.")
-            codes.append(values.index(value))
-        return np.asarray(codes, dtype=np.int64)
+    def static_codes(self, panel_series: Sequence[PanelSeries], source: str) -> np.ndarray:
+        """int64 ``[N, S]``: the codes of each series' static covariates (one lookup table per covariate, however
+        many series and values); DataError for a value the fit never saw."""
+        codes = np.zeros((len(panel_series), len(self.static_columns)), dtype=np.int64)
+        for index, (column, values) in enumerate(zip(self.static_columns, self.static_values)):
+            code_of = {value: code for code, value in enumerate(values)}  # values are unique (fit)
+            for row, series in enumerate(panel_series):
+                value = series.static[column]
+                if value not in code_of:
+                    raise DataError(f"{source}, series {series.id!r}: static covariate {column!r} is {value!r}, a "
+                                    f"value the fit never saw ({list(values[:5])!r}). Fix: use the values of the "
+                                    "fitted data.")
+                codes[row, index] = code_of[value]
+        return codes
 
     # ------------------------------------------------------------------ scaling
 
