@@ -514,6 +514,27 @@ def test_day_first_dates_some_without_their_offset_are_named_as_such():
         prepare_series(pd.DataFrame({"date": dates, "OT": np.arange(48.0)}))
 
 
+@pytest.mark.parametrize(("written", "dayfirst"), [("%Y-%m-%d %H:%M:%S", False), ("%d/%m/%Y %H:%M", True)])
+def test_the_utc_read_named_for_zoned_and_unzoned_timestamps_reads_them(written, dayfirst):
+    """The fix was df[col] = pd.to_datetime(df[col], utc=True), which pandas 2+ refuses for rows whose offsets
+    differ ('doesn't match format'): the call named is one that reads the column, run here on the same data."""
+    instants = pd.date_range("2024-02-01", periods=48, freq="h", tz="UTC")  # days <= 12: day-first text reads both ways
+    local = instants.tz_convert("Europe/Paris")
+    dates = [instants[row].strftime(written) if row % 5 == 4 else stamp.strftime(written + "%z")  # every 5th: UTC
+             for row, stamp in enumerate(local)]
+    frame = pd.DataFrame({"date": dates, "OT": np.arange(48.0)})
+    with pytest.raises(UnparsableDateError, match=r"mixes zoned and unzoned timestamps: row 4 ") as raised:
+        prepare_series(frame)
+    fix = re.search(r"read the column with (df\[.*?\] = pd\.to_datetime\(.*?\))(?: \(|\.$)",
+                    str(raised.value)).group(1)
+    if dayfirst:
+        assert "(with dayfirst=True if the day is written before the month)" in str(raised.value)
+        fix = fix[:-1] + ", dayfirst=True)"
+    df = frame.copy()
+    exec(fix, {"pd": pd, "df": df, "col": "date"})
+    assert prepare_series(df).dates.equals(instants)
+
+
 @pytest.mark.parametrize(("freq", "start"), [("MS", "2000-01-01"), ("ME", "2000-01-31"), ("W-SUN", "2000-01-02"),
                                              ("B", "2020-01-01"), ("QS-JAN", "2000-01-01"), ("YS-JAN", "2000-01-01")])
 def test_calendar_dates_with_a_gap_keep_their_calendar_frequency(freq, start):

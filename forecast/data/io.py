@@ -537,6 +537,22 @@ def _zoned_rows(raw: pd.Series) -> np.ndarray:
     return zoned
 
 
+def _utc_read_fix(raw: pd.Series, column: Hashable) -> str:
+    """The ``pd.to_datetime(..., utc=True)`` call that reads ``raw``, zoned and unzoned rows alike: pandas refuses
+    ``utc=True`` alone on text whose rows differ in their offset (one format is inferred from the first row)."""
+    call = f"df[{column!r}] = pd.to_datetime(df[{column!r}], utc=True, format="
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            iso = pd.to_datetime(raw, utc=True, format="ISO8601")
+        if not pd.isna(iso[raw.notna()]).any():
+            return call + "'ISO8601')"
+    except (ValueError, TypeError, OverflowError):
+        pass
+    # Not ISO 8601: each row read in its own format, which reads '01/02/2024' month first unless told otherwise.
+    return call + "'mixed') (with dayfirst=True if the day is written before the month)"
+
+
 def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> pd.Series:
     try:
         with warnings.catch_warnings(record=True) as said:
@@ -562,7 +578,7 @@ def _parse_date_strings(raw: pd.Series, *, column: Hashable, origin: Origin) -> 
                 f"{origin.label}: date column {column!r} mixes zoned and unzoned timestamps: "
                 f"{origin.row(unzoned, raw.index)} holds {raw.iloc[unzoned]!r}, without the time zone or UTC offset "
                 "other rows carry, so it names no instant. Fix: give every row its offset, or, if the unzoned ones "
-                "are UTC times, read the column with df[col] = pd.to_datetime(df[col], utc=True)."
+                f"are UTC times, read the column with {_utc_read_fix(raw, column)}."
             ) from strict_error
         # Rows that are no date in any format are reported by the caller, row by row.
         try:
