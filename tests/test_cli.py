@@ -211,6 +211,24 @@ def test_predict_of_other_data_writes_beside_the_runs_own_forecast(workdir, caps
     assert (workdir / "run" / "forecast_other.csv").read_text() != own
 
 
+def test_new_rows_in_a_file_whose_date_column_has_another_name_get_a_fix_the_command_line_can_follow(workdir,
+                                                                                                       capsys):
+    """`predict --run_dir run --input other.csv` with the date column renamed was told df.rename(columns=...) and
+    df.rename_axis(...), Python a command line user does not run, and no flag reads new rows by another column:
+    the fix is the file's header."""
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "run"]) == 0
+    write_series(workdir / "other.csv", rows=200).rename(columns={"date": "ts"}).to_csv("other.csv", index=False)
+    capsys.readouterr()
+    assert main(["predict", "--run_dir", "run", "--input", "other.csv"]) != 0
+    error = capsys.readouterr().err
+    assert "Fix: name the timestamp column 'date' in other.csv: change its header to 'date'" in error
+    assert "rename_axis" not in error
+    lines = (workdir / "other.csv").read_text().splitlines()
+    (workdir / "other.csv").write_text("\n".join([lines[0].replace("ts", "date", 1), *lines[1:]]) + "\n")  # the fix
+    assert main(["predict", "--run_dir", "run", "--input", "other.csv"]) == 0
+
+
 def test_predict_reads_a_run_and_writes_a_forecast_under_home_given_with_a_tilde(workdir, monkeypatch):
     """`predict --run_dir ~/run` looked for a fitted run in a folder named "~" under the working directory, and
     `--output ~/f.csv` wrote into one, where fit keeps the run in the home folder."""

@@ -1417,10 +1417,19 @@ def prepare_series(
         if fitted_columns is None or "date_column=" not in str(error):  # its own fix stands where it offers no option
             raise
         # New rows of a fitted series are read with the fit's date column, which no call reading them takes.
-        fix = ("index the rows by their timestamps (df.set_index('<the timestamp column>')), as the fitted rows were"
-               if date_column is None else
-               f"name the timestamp column (or the DatetimeIndex) {date_column!r}: "
-               f"df.rename(columns={{'<its name>': {date_column!r}}}), or df.rename_axis({date_column!r})")
+        # A file's header is renamed in the file: the command line reads new rows with the fit's options, no
+        # other (a DataFrame's rename is Python's alone).
+        if date_column is None:
+            fix = (f"write the timestamps in one column of {origin.label}" if origin.is_file else
+                   "index the rows by their timestamps (df.set_index('<the timestamp column>')), as the fitted rows "
+                   "were")
+        elif origin.is_file:
+            fix = (f"name the timestamp column {date_column!r} in {origin.label}: change its header to "
+                   f"{date_column!r} (or, reading the file with pandas first, "
+                   f"df.rename(columns={{'<its name>': {date_column!r}}}))")
+        else:
+            fix = (f"name the timestamp column (or the DatetimeIndex) {date_column!r}: "
+                   f"df.rename(columns={{'<its name>': {date_column!r}}}), or df.rename_axis({date_column!r})")
         fitted_with = "a DatetimeIndex" if date_column is None else repr(date_column)
         raise MissingDateColumnError(f"{str(error).partition(' Fix:')[0]} The model was fitted with its timestamps in "
                                      f"{fitted_with} and reads new rows the same way. Fix: {fix}.") from None
