@@ -34,7 +34,7 @@ from forecast import datasets as registry
 from forecast.checks import require_choice, require_int, require_levels
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
-from forecast.data.fitted import FittedState
+from forecast.data.fitted import RECORDED_READING, FittedState
 from forecast.data.io import NAIVE, Table
 from forecast.data.panel import Panel
 from forecast.data.panel_state import comparable, static_changes
@@ -490,7 +490,13 @@ def _same_data(run_dir: Path, stored: Mapping[str, Any], saved: tuple[dict[str, 
     """ConfigError (saying ``refusal``) unless ``run_dir``'s run was fitted on the data ``saved`` holds.
     Checked before the folder is touched: its finished model and scaling stay as they were."""
     scaling = read_json(run_dir / SCALER_FILE)
-    if (stored.get("fitted"), scaling) != (saved[0], comparable(saved[1], scaling)):
+    fitted = saved[0]
+    options = stored.get("fitted", {}).get("prepare_options") if isinstance(stored.get("fitted"), Mapping) else None
+    if isinstance(options, Mapping) and isinstance(fitted.get("prepare_options"), Mapping):
+        # A run saved before the fit kept how it read its timestamps lacks those keys: its data was read alike.
+        fitted = {**fitted, "prepare_options": {key: value for key, value in fitted["prepare_options"].items()
+                                                if key in options or key not in RECORDED_READING}}
+    if (stored.get("fitted"), scaling) != (fitted, comparable(saved[1], scaling)):
         differing = static_changes(scaling, saved[1]) or (
             "its data's name, frequency, windows or the scaling of its training rows differ")
         raise ConfigError(

@@ -178,6 +178,40 @@ def test_resuming_on_the_same_values_at_another_frequency_is_refused(frame, tmp_
         Forecaster("dlinear", **options).fit(daily, run_dir=run_dir)
 
 
+def test_a_run_saved_before_the_fit_kept_its_date_reading_resumes_and_trains_again(frame, tmp_path):
+    """A run folder written before ``prepare_options`` held ``date_format`` and ``time_zone`` was refused as
+    "fitted on other data" when the same fit resumed it, although nothing differed: missing, they read as
+    the data read alike, as a checkpoint's own state already did."""
+    run_dir = tmp_path / "run"
+    options = dict(**WINDOW, max_epochs=1)
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir)
+
+    def older(state):
+        if isinstance(state, dict):
+            for key in ("date_format", "time_zone"):
+                if isinstance(state.get("prepare_options"), dict):
+                    state["prepare_options"].pop(key, None)
+            for value in state.values():
+                older(value)
+
+    edit_config(run_dir, older)
+    assert "time_zone" not in json.loads((run_dir / "config.json").read_text())["fitted"]["prepare_options"]
+    for checkpoint in (run_dir / "checkpoints").glob("*.ckpt"):
+        state = torch.load(checkpoint, weights_only=False)
+        older(state)
+        torch.save(state, checkpoint)
+    resumed = Forecaster("dlinear", **dict(options, max_epochs=2)).fit(frame, run_dir=run_dir)  # the checkpoint
+    assert len(resumed.history) == 2
+    edit_config(run_dir, older)
+    for checkpoint in (run_dir / "checkpoints").glob("*.ckpt"):
+        checkpoint.unlink()
+    Forecaster("dlinear", **options).fit(frame, run_dir=run_dir)  # a finished run without checkpoints
+    daily = frame.assign(date=pd.date_range("2021-01-01", periods=len(frame), freq="D"))
+    edit_config(run_dir, older)
+    with pytest.raises(ConfigError, match="fitted on other data"):  # other data is still another run
+        Forecaster("dlinear", **options).fit(daily, run_dir=run_dir)
+
+
 # ------------------------------------------------------------------ windows and history
 
 def test_negative_windows_count_from_the_end_and_no_further(naive):
