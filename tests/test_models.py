@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from forecast.errors import ConfigError, DataError
 from forecast.models import (MODELS, DataSpec, ForecastModel, Informer, InformerConfig, LogSparseConfig,
                              LogSparseTransformer, build_model, model_options)
-from forecast.models.base import least_squares_share
+from forecast.models.base import least_squares_share, path_quantiles, sorted_quantiles
 from forecast.models.dlinear import DLinear, DLinearConfig, moving_average
 from forecast.models.logsparse_rollout import Rollout
 
@@ -105,6 +105,20 @@ def test_default_quantiles_are_those_of_the_sample_paths():
     paths = model.sample(x, x_mark, y_mark, 50, torch.Generator().manual_seed(4))  # [S, B, P, C_out]
     for level, values in quantiles.items():
         torch.testing.assert_close(values, torch.quantile(paths, level, dim=0))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+def test_quantiles_of_integer_samples_are_interpolated_in_float_not_truncated(dtype):
+    """Integer samples were interpolated, then cast back to their dtype: the median of 1 and 2 came out 1."""
+    paths = torch.tensor([[1, 0], [2, 1], [4, 1], [7, 0]]).to(dtype)  # [S=4, M=2]
+    levels = (0.1, 0.5, 0.9)
+    values = sorted_quantiles(paths, levels)
+    expected = torch.stack([torch.quantile(paths.double(), level, dim=0) for level in levels])
+    assert values.dtype == torch.float64
+    torch.testing.assert_close(values, expected)
+    if dtype != torch.bool:
+        assert values[1, 0].item() == 3.0  # between 2 and 4
+        assert path_quantiles(paths, levels)[0.5].tolist() == [3.0, 0.5]
 
 
 def test_the_registry_refuses_a_model_outside_the_contract(monkeypatch):
