@@ -967,12 +967,16 @@ def _restore_best(trainer: L.Trainer, module: L.LightningModule, best: BestWeigh
     checkpoint = trainer.checkpoint_callback  # the run folder's (first) one; never a user's, whose monitor is its own
     path = checkpoint.best_model_path if isinstance(checkpoint, RunCheckpoint) else ""
     if path:
+        score, epoch = checkpoint.best_model_score, re.search(r"epoch=(\d+)", Path(path).name)
         try:  # a resumed run's best checkpoint was never read before: pickled code, damaged or gone, it is refused
             module.load_state_dict(load_checkpoint(path, fix=BEST_FIX)["state_dict"])
-            score, epoch = checkpoint.best_model_score, re.search(r"epoch=(\d+)", Path(path).name)
             return (int(epoch[1]) if epoch else best.epoch), None if score is None else float(score)
         except ConfigError as error:
-            if best.state is None:
+            # The memory copy stands in only for the checkpoint's own epoch: a resumed run's memory holds the best
+            # epoch since the resume, not the checkpoint's (an earlier, better one), and would be kept silently.
+            same_epoch = int(epoch[1]) == best.epoch if epoch else (
+                score is not None and math.isclose(float(score), best.score))
+            if best.state is None or not same_epoch:
                 raise
             log.warning("%s (keeping this run's best weights from memory)", error)
     if best.state is None:

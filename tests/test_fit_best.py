@@ -93,3 +93,20 @@ def test_the_correction_fitted_after_training_is_the_one_the_model_keeps(tmp_pat
     (logged,) = [float(match[1]) for match in kept if match]
     assert logged != 1.0  # the fit moved it off its training value
     assert fc.model.correction_kept == pytest.approx(logged, abs=5e-4)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_a_resumed_run_that_trains_on_refuses_a_lost_best_checkpoint_instead_of_a_later_epoch(tmp_path, damage):
+    """The memory copy holds the best epoch since the resume, not the checkpoint's: standing in for a damaged or
+    deleted best checkpoint, it made a worse later epoch the run's best with a warning only."""
+    frame, run = clean_frame(80), tmp_path / "run"
+    options = dict(**WINDOW, learning_rate=1e-3, calibrate_correction=False, patience=5)
+    Forecaster("dlinear", max_epochs=1, **options).fit(frame, run_dir=run)
+    (best,) = (run / "checkpoints").glob("best-epoch=0.ckpt")
+    if damage == "truncated":
+        best.write_bytes(best.read_bytes()[:1000])
+    else:
+        best.unlink()
+    resumed = Forecaster("dlinear", max_epochs=3, callbacks=[SpoilFromEpochOne()], **options)  # epochs 1, 2 worse
+    with pytest.raises(ConfigError, match=r"best-epoch=0\.ckpt.*Fix: train the run from scratch"):
+        resumed.fit(frame, run_dir=run)
