@@ -390,8 +390,8 @@ def _file_read(source: str) -> Path | None:
     the package's own), so that a name such as ``ETTh1`` is guarded like its path; ``None`` where none is found."""
     from forecast import datasets
 
-    if Path(source).exists():
-        return Path(source)
+    if Path(source).expanduser().exists():  # --input ~/data.csv is read from the home folder (pandas expands it)
+        return Path(source).expanduser()
     if datasets.find(source) is None:
         return None
     try:  # never a download here: a dataset not yet on disk cannot be the destination

@@ -239,6 +239,24 @@ def test_predict_reads_a_run_and_writes_a_forecast_under_home_given_with_a_tilde
     assert (workdir / "home" / "forecast.csv").is_file() and not (workdir / "~").exists()
 
 
+def test_output_and_report_never_overwrite_the_input_they_read_given_with_a_tilde(workdir, monkeypatch, capsys):
+    """`predict --input ~/toy.csv --output ~/toy.csv` replaced the data with the forecast: the output's "~" was
+    expanded, the input's (which pandas reads under the home folder) was not, so the same-file guard found none."""
+    home = workdir / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    write_series(home / "toy.csv")
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "toy.csv", "--data.seq_len", "32",
+                 "--data.label_len", "16", "--data.pred_len", "8", "--run_dir", "run"]) == 0
+    capsys.readouterr()
+    before = (home / "toy.csv").read_bytes()
+    for args in (["predict", "--run_dir", "run", "--input", "~/toy.csv", "--output", "~/toy.csv"],
+                 ["test", "--run_dir", "run", "--input", "~/toy.csv", "--report", "~/toy.csv"]):
+        assert main(args) == 2
+        assert f"{home / 'toy.csv'} is the data this command reads" in capsys.readouterr().err
+    assert (home / "toy.csv").read_bytes() == before
+
+
 def test_a_sweep_run_is_the_run_fit_resumes_and_predict_reads(workdir, capsys, caplog):
     """One run-folder scheme: `forecast sweep`, `forecast fit` and `forecast predict` find the same run."""
     config_path = workdir / "configs" / "toy" / "informer_M_8.yaml"
