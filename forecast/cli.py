@@ -772,11 +772,14 @@ def with_command_line_flags(message: str, command: str) -> str:
     # `pass columns=[...]`, `(fill_nan=...)`: not `runs/dataset=ETTh1_model=...`, a run folder's name, nor what the
     # message says before its fix (`models=[...]` of a sweep's filters)
     fix = message[message.find("Fix:"):] if "Fix:" in message else message
-    # nor a keyword of a call the fix shows (`df.rename(columns={...})`, `df.pivot(index=..., columns=...)`): the
-    # arguments of a name's parentheses are dropped, innermost first; a parenthesis after a space is prose, kept
-    while (bare := re.sub(r"(?<=[\w\]])\([^()]*\)", "", fix)) != fix:
+    # nor a keyword of a method call the fix shows (`df.rename(columns={...})`, `df.pivot(index=..., columns=...)`):
+    # the arguments of a dotted name's parentheses are dropped, innermost first; the package's own calls
+    # (`fit(..., id_column=...)`, `predict(..., future_covariates=...)`) keep theirs (their parentheses marked \x02
+    # \x03, read as an opening one); a parenthesis after a space is prose, kept
+    while (bare := re.sub(r"(\.\w+)?(?<=[\w\]])\(([^()]*)\)",
+                          lambda call: "" if call[1] else f"\x02{call[2]}\x03", fix)) != fix:
         fix = bare
-    named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`])(\w+)=", fix)
+    named = dict.fromkeys(name for name in re.findall(r"(?:^|[\s(,`\x02])(\w+)=", fix)
                           if name in {*data_option_names(), *own, *modelled})
     if (prefix is None and command != "demo") or not named:
         return message

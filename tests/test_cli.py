@@ -912,6 +912,21 @@ def test_a_keyword_of_a_call_the_fix_shows_is_not_offered_as_a_flag(workdir, cap
     assert with_command_line_flags(pivot, "fit").endswith("(On the command line: --data.fill_nan.)")
 
 
+def test_a_keyword_of_the_packages_own_call_in_a_fix_is_still_offered_as_a_flag(workdir, capsys):
+    """Dropping every call's arguments from a fix also dropped those of `fit(..., id_column=...)`: a long table's
+    hint lost its `--data.id_column, --data.target`, and `predict(..., future_covariates=...)` its flag."""
+    dates = pd.date_range("2021-01-01", periods=100, freq="h")
+    pd.concat([pd.DataFrame({"date": dates, "store": store, "OT": np.arange(100.0) + shift})
+               for shift, store in enumerate("abc")]).to_csv(workdir / "long.csv", index=False)
+    assert main(["fit", "--model.name", "naive", "--data.dataset", "long.csv", "--data.seq_len", "8",
+                 "--data.label_len", "4", "--data.pred_len", "2", "--run_dir", "long"]) == 2
+    err = capsys.readouterr().err
+    assert "fit(..., id_column='store'" in err and err.rstrip().endswith(
+        "(On the command line: --data.id_column, --data.target.)"), err
+    fix = "Fix: give them in predict(..., future_covariates=...), e.g. future.groupby('id')['promo'].ffill()."
+    assert with_command_line_flags(fix, "predict").endswith("(On the command line: --future_covariates.)")
+
+
 def test_fit_into_a_file_is_refused_and_resume_false_replaces_another_run(workdir, capsys):
     (workdir / "taken").write_text("notes\n")
     assert main(["fit", "--config", "tiny.yaml", "--run_dir", "taken"]) == 2
