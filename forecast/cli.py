@@ -246,8 +246,12 @@ def _require_same_model(config: RunConfig, wanted_forecaster: Forecaster, foreca
                 differences.append((f"{name}.{option}", theirs, ours))
     # The split is fit's argument, not the Forecaster's, so its config holds none: the run's config.json does. Scored
     # with another split, the test windows could be ones the model trained on. No split in the config: the run's.
-    if config.split is not None and split_key(config.split) != split_key(forecaster.predictor.split):
-        differences.append(("data.split", split_key(forecaster.predictor.split), split_key(config.split)))
+    # A run fitted without a split (None in its config.json) was split by its data's default, as fit splits it.
+    fitted_split = forecaster.predictor.split
+    if fitted_split is None:
+        fitted_split = registered.split if registered is not None else "ratio"
+    if config.split is not None and split_key(config.split) != split_key(fitted_split):
+        differences.append(("data.split", split_key(fitted_split), split_key(config.split)))
     if differences:
         listed = "; ".join(f"--{option} {theirs} in the run, {ours} in the config"
                            for option, theirs, ours in differences)

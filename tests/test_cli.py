@@ -409,6 +409,18 @@ def test_a_config_naming_another_split_than_its_run_dir_was_fitted_with_is_refus
     assert main(["test", "--report", "report.csv", *base]) == 0
 
 
+def test_a_config_naming_the_default_split_a_run_was_fitted_with_is_its_run(workdir, capsys):
+    """A run fitted without --data.split saves none: `test --config ... --data.split ratio --run_dir run`, the split
+    it was fitted with, was refused as "another model" with "--data.split None in the run"."""
+    (workdir / "naive.yaml").write_text(yaml.safe_dump({**TINY, "model": {"name": "naive"}}))
+    assert main(["fit", "--config", "naive.yaml", "--run_dir", "run"]) == 0
+    capsys.readouterr()
+    base = ["--config", "naive.yaml", "--run_dir", "run"]
+    assert main(["test", "--report", "report.csv", *base, "--data.split", "ratio"]) == 0
+    assert main(["validate", *base, "--data.split", "[0.3,0.2,0.5]"]) == 2
+    assert "--data.split ratio in the run, [0.3, 0.2, 0.5] in the config. Fix:" in capsys.readouterr().err
+
+
 def test_a_config_with_its_run_dir_scores_with_the_configs_loader_and_device_settings(workdir, capsys, monkeypatch):
     """`test --config tiny.yaml --run_dir run --data.eval_batch_size 7 --trainer.accelerator cpu` scored with the
     run's saved loader and device settings: those of the config, which name no other model, were silently
