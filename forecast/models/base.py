@@ -142,9 +142,11 @@ class WindowDraws:
     forecast alone, in another batch or in another order gets the same paths from a generator in the same state.
     Not on its values, covariates or codes either: a window shifted or scaled draws what it drew (RevIN's
     invariance holds for sampled quantiles too), and a model that ignores a panel's covariates forecasts the
-    same quantiles whatever they hold. Windows with the same dates (a panel's series at one time, a series
-    without calendar features) draw alike, which leaves each window's paths a sample of its own forecast.
-    Successive draws continue the streams.
+    same quantiles whatever they hold. Windows whose calendar features are the same draw alike: a panel's series
+    at one time, every window of a series without calendar features, and windows a whole cycle of the features
+    apart (a year for monthly data, whose one feature is the month). Each window's paths are still a sample of
+    its own forecast, but the Monte-Carlo error of a score averaged over such windows is correlated, not
+    independent. Successive draws continue the streams.
     """
 
     def __init__(self, spec: DataSpec, x: Tensor, x_mark: Tensor, y_mark: Tensor,
