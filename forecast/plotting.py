@@ -18,6 +18,7 @@ from datetime import tzinfo
 from typing import Any
 
 import matplotlib.dates as mdates
+from matplotlib import colormaps
 import numpy as np
 import pandas as pd
 import torch
@@ -290,6 +291,16 @@ def plot_horizon_errors(
     return fig
 
 
+def _distinct_colors(count: int) -> list[Any]:
+    """``count`` colours no two alike: the default cycle's ten, else ``tab20``'s twenty, else a sampled colormap
+    (the cycle repeats after ten, so an eleventh label would share the first one's colour)."""
+    if count <= 10:
+        return [f"C{index}" for index in range(count)]
+    if count <= 20:
+        return [colormaps["tab20"](index) for index in range(count)]
+    return list(colormaps["turbo"](np.linspace(0.0, 1.0, count)))
+
+
 def plot_model_comparison(
     results: pd.DataFrame,
     *,
@@ -322,6 +333,7 @@ def plot_model_comparison(
     fig, axes = _figure(len(metrics), row_height=2.8, figsize=figsize)
     width = 0.8 / len(labels)
     positions = np.arange(len(groups))
+    colors = _distinct_colors(len(labels))
     for ax, metric in zip(axes[:, 0], metrics, strict=True):
         stats = frame.groupby(["_group", label], sort=False)[metric].agg(["mean", "std", "count"])
         for index, name in enumerate(labels):
@@ -329,7 +341,7 @@ def plot_model_comparison(
             means = [np.nan if row is None else row["mean"] for row in rows]
             spread = [0.0 if row is None or row["count"] < 2 else row["std"] for row in rows]
             ax.bar(positions + (index - (len(labels) - 1) / 2) * width, means, width,
-                   yerr=spread if any(spread) else None, capsize=2, label=str(name))
+                   yerr=spread if any(spread) else None, capsize=2, label=str(name), color=colors[index])
         ax.set_xticks(positions, [str(g) for g in groups])
         ax.set_ylabel(metric)
         ax.grid(axis="y", alpha=0.3)

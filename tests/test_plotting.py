@@ -233,6 +233,18 @@ def test_model_comparison_without_groups_and_with_missing_columns():
         plot_model_comparison(single.drop(columns="mae"))
 
 
+
+@pytest.mark.parametrize("count", [3, 13, 25])
+def test_model_comparison_gives_every_label_a_colour_of_its_own(count):
+    """The compare notebook plots 13 labels (ours and the papers'): the colour cycle's ten repeated, so 'naive'
+    and 'PatchTST (paper)' were both blue and the legend could not tell them apart."""
+    results = pd.DataFrame({"model": [f"model {index}" for index in range(count)], "mse": np.arange(1.0, count + 1)})
+    fig = plot_model_comparison(results, metrics="mse")
+    bars = [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
+    colours = {tuple(np.round(c.patches[0].get_facecolor(), 6)) for c in bars}
+    assert len(bars) == count and len(colours) == count
+
+
 # ------------------------------------------------------------------------- attention
 
 
