@@ -229,7 +229,8 @@ def plot_forecast(
     fig, axes = _figure(len(chosen), sharex=True, figsize=figsize)
     for ax, column in zip(axes[:, 0], chosen, strict=True):
         if history is not None and column in history.columns:
-            ax.plot(history.index, history[column].to_numpy(), color="0.45", lw=1.2, label="history")
+            ax.plot(history.index, history[column].to_numpy(), color="0.45", lw=1.2, label="history",
+                    **(_ONE_POINT if len(history) == 1 else {}))
         if truth is not None and column in truth.columns:
             ax.plot(truth.index, truth[column].to_numpy(), color="black", lw=1.2, label="truth",
                     **(_ONE_POINT if len(truth) == 1 else {}))

@@ -151,6 +151,16 @@ def test_forecast_figure_of_one_step_shows_the_point_and_its_interval():
     assert band.get_label() == "80% interval"
 
 
+
+def test_forecast_figure_shows_a_history_of_one_row():
+    """plot(history=1) gave a history line of one point without a marker: in the legend, invisible on the axis."""
+    history = past_frame().iloc[-1:]
+    line = lines_by_label(plot_forecast(forecast_frame(), history=history, columns="a").axes[0])["history"]
+    assert line.get_marker() == "o"
+    np.testing.assert_allclose(line.get_xydata()[:, 1], history["a"].to_numpy())
+    assert lines_by_label(plot_forecast(forecast_frame(), history=past_frame(), columns="a").axes[0])[
+        "history"].get_marker() in ("None", "", None)
+
 def test_forecast_figure_refuses_a_panels_long_forecast():
     """A panel's forecast (rows of every series, an id column): one axis for the id and one line zig-zagging
     through the series."""
