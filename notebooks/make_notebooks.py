@@ -65,8 +65,9 @@ QUICKSTART = [
     ),
     new_code_cell(
         "baseline = Forecaster(\"seasonal_naive\", seq_len=96, label_len=48, pred_len=24).fit(df)\n"
-        "scores = pd.concat({\"informer\": fc.evaluate(), \"seasonal_naive\": baseline.evaluate()}, axis=1)\n"
-        "print(f\"{fc.evaluate().attrs['n_windows']} test windows\")\n"
+        "informer_scores = fc.evaluate()\n"
+        "scores = pd.concat({\"informer\": informer_scores, \"seasonal_naive\": baseline.evaluate()}, axis=1)\n"
+        "print(f\"{informer_scores.attrs['n_windows']} test windows\")\n"
         "scores.loc[[\"mse\", \"mae\"]]"
     ),
     new_markdown_cell("The error by horizon step, from the long reports (`detail=True`):"),

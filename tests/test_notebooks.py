@@ -73,6 +73,18 @@ def test_committed_notebooks_are_generated_and_have_no_outputs():
         assert re.search(r"\._(?!_)", sources) is None, name
 
 
+
+def test_no_notebook_cell_scores_the_same_windows_twice():
+    """evaluate() forecasts every test window (2857 of ETTh1's, with sampled quantiles for a baseline): the
+    quickstart called fc.evaluate() twice in one cell, once only to print its window count, a minute and more of
+    a QUICK run that the kernel's 300 s per cell must hold."""
+    generator = _generator()
+    for name, cells in generator.NOTEBOOKS.items():
+        for cell in cells:
+            if cell.cell_type == "code":
+                calls = re.findall(r"\b\w+\.evaluate\([^)]*\)", cell.source)
+                assert len(calls) == len(set(calls)), f"{name}: {cell.source}"
+
 async def _execute(name: str, kernel: str) -> nbformat.NotebookNode:
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(notebook, kernel_name=kernel, timeout=300,
