@@ -161,6 +161,20 @@ def test_forecast_figure_shows_a_history_of_one_row():
     assert lines_by_label(plot_forecast(forecast_frame(), history=past_frame(), columns="a").axes[0])[
         "history"].get_marker() in ("None", "", None)
 
+
+@pytest.mark.parametrize(("pred_len", "title"), [(1, "forecast of the next 1 step"), (3, "forecast of the next 3 steps")])
+def test_a_forecasters_plot_titles_its_horizon(pred_len, title):
+    """A one-step forecast was titled 'the next 1 steps'."""
+    from forecast import Forecaster
+
+    frame = past_frame().iloc[:, :0].assign(OT=np.sin(np.arange(12.0)))
+    frame = pd.concat([frame.assign(OT=frame.OT + week) for week in range(10)]).set_axis(
+        pd.date_range("2022-03-01", periods=120, freq="h", name="date"))
+    fc = Forecaster("naive", seq_len=8, label_len=4, pred_len=pred_len).fit(frame)
+    fig = fc.plot()
+    assert fig.get_suptitle() == f"naive: {title}"
+    assert len(lines_by_label(fig.axes[0])["forecast"].get_xydata()) == pred_len
+
 def test_forecast_figure_refuses_a_panels_long_forecast():
     """A panel's forecast (rows of every series, an id column): one axis for the id and one line zig-zagging
     through the series."""
