@@ -346,7 +346,8 @@ def plot_model_comparison(
         ax.set_xticks(positions, [str(g) for g in groups])
         ax.set_ylabel(metric)
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize="small", ncols=min(len(labels), 4))
+        # beside the axis: inside it, a legend of many labels covered the tallest bars
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), ncols=1 + len(labels) // 14)
     if grouping:
         axes[-1, 0].set_xlabel(grouping)
     if title:

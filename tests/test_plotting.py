@@ -269,6 +269,20 @@ def test_model_comparison_gives_every_label_a_colour_of_its_own(count):
     assert len(bars) == count and len(colours) == count
 
 
+
+def test_model_comparison_legend_covers_no_bar():
+    """The compare notebook's legend (13 labels, four columns inside the axis) hid the top of its tallest bars."""
+    rng = np.random.default_rng(0)
+    results = pd.DataFrame([dict(model=f"model {index}", pred_len=pred_len, mse=rng.uniform(0.3, 1.4), mae=0.5)
+                            for index in range(13) for pred_len in (24, 96, 336, 720)])
+    fig = plot_model_comparison(results)
+    fig.canvas.draw()  # the Agg canvas of a Figure made without pyplot: lays out the legends
+    for ax in fig.axes:
+        legend = ax.get_legend().get_window_extent()
+        bars = [patch.get_window_extent() for c in ax.containers if isinstance(c, BarContainer) for patch in c.patches]
+        assert not any(legend.overlaps(bar) for bar in bars)
+
+
 # ------------------------------------------------------------------------- attention
 
 
