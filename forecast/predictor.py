@@ -706,6 +706,10 @@ class Predictor:
         columns = self.output_columns
         series = int(batch["series"][0]) if fitted.panel is not None else None  # a panel's scaling
         history = fitted.to_original(batch["x"][0, :, -c_out:].numpy(), series)  # [L, C_out]
+        dataset = self._windows(windows).dataset(split)
+        if dataset.truth.shape[1] == c_out:  # the lookback's own values: NaN where fill_nan made them up, as truth
+            start = dataset.window_start(window)
+            history[np.isnan(dataset.truth[start:start + fitted.seq_len].numpy())] = np.nan
         truth = batch["truth"][0].numpy()  # [P, C_out]
         index = y_dates[label_len:].rename(fitted.prepare_options["date_column"])  # the time axis
         return (pd.DataFrame(history, index=x_dates, columns=columns),
@@ -721,8 +725,12 @@ class Predictor:
         if isinstance(data, Panel):
             one = data[series_id]
             values, dates = one.target[:, None], one.dates
+            filled = one.filled_target[:, None] if one.filled_target is not None else None
         else:
             values, dates = data.values[:, -len(fitted.output_columns):], data.dates
+            filled = data.filled[:, -len(fitted.output_columns):] if data.filled is not None else None
+        if filled is not None:  # a gap fill_nan filled is drawn as a gap, as a window's truth is: no observation
+            values = np.where(filled, np.nan, values)
         last = _last_rows(len(dates), rows)
         return pd.DataFrame(values[last], index=dates[last], columns=self.output_columns)
 

@@ -175,6 +175,23 @@ def test_a_forecasters_plot_titles_its_horizon(pred_len, title):
     assert fig.get_suptitle() == f"naive: {title}"
     assert len(lines_by_label(fig.axes[0])["forecast"].get_xydata()) == pred_len
 
+
+def test_a_forecasters_history_shows_the_gaps_fill_nan_filled():
+    """The history drew the values fill_nan made up (a forward fill's flat run) as observations, where the truth
+    of the same rows in another window is a gap."""
+    from forecast import Forecaster
+
+    dates = pd.date_range("2022-03-01", periods=120, freq="h", name="date")
+    frame = pd.DataFrame({"OT": np.sin(np.arange(120.0)) + np.arange(120.0) / 50}, index=dates)
+    frame.iloc[[-3, -2], 0] = np.nan  # in the last lookback; in the last test window's truth
+    fc = Forecaster("naive", seq_len=8, label_len=4, pred_len=2, fill_nan="ffill").fit(frame)
+    history = lines_by_label(fc.plot(history=5).axes[0])["history"].get_xydata()[:, 1]
+    np.testing.assert_array_equal(np.isnan(history), [False, False, True, True, False])
+    np.testing.assert_allclose(history[[0, 1, 4]], frame.OT.to_numpy()[[-5, -4, -1]])
+    lines = lines_by_label(fc.plot(window=-1).axes[0])  # lookback ends at the first gap, truth holds the second
+    assert np.isnan(lines["history"].get_xydata()[-1, 1]) and np.isnan(lines["truth"].get_xydata()[0, 1])
+    np.testing.assert_allclose(lines["history"].get_xydata()[:-1, 1], frame.OT.to_numpy()[-10:-3], rtol=1e-6)
+
 def test_forecast_figure_refuses_a_panels_long_forecast():
     """A panel's forecast (rows of every series, an id column): one axis for the id and one line zig-zagging
     through the series."""
