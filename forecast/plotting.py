@@ -228,7 +228,7 @@ def plot_forecast(
         raise ConfigError(f"columns {missing or chosen!r} are not forecast columns; choose from {available!r}.")
     fig, axes = _figure(len(chosen), sharex=True, figsize=figsize)
     for ax, column in zip(axes[:, 0], chosen, strict=True):
-        if history is not None and column in history.columns:
+        if history is not None and len(history) and column in history.columns:  # none: no empty legend entry
             ax.plot(history.index, history[column].to_numpy(), color="0.45", lw=1.2, label="history",
                     **(_ONE_POINT if len(history) == 1 else {}))
         if truth is not None and column in truth.columns:

@@ -192,6 +192,13 @@ def test_a_forecasters_history_shows_the_gaps_fill_nan_filled():
     assert np.isnan(lines["history"].get_xydata()[-1, 1]) and np.isnan(lines["truth"].get_xydata()[0, 1])
     np.testing.assert_allclose(lines["history"].get_xydata()[:-1, 1], frame.OT.to_numpy()[-10:-3], rtol=1e-6)
 
+
+def test_forecast_figure_lists_no_history_of_no_rows():
+    """plot(history=0) drew an empty history line that the legend still listed."""
+    ax = plot_forecast(forecast_frame(), history=past_frame().iloc[:0], columns="a").axes[0]
+    assert "history" not in lines_by_label(ax)
+    assert "history" not in [text.get_text() for text in ax.get_legend().get_texts()]
+
 def test_forecast_figure_refuses_a_panels_long_forecast():
     """A panel's forecast (rows of every series, an id column): one axis for the id and one line zig-zagging
     through the series."""
