@@ -214,6 +214,9 @@ def plot_forecast(
     (forecast, history, truth), zone = _on_one_clock([
         _time_indexed(frame, name, date_column) if frame is not None else None
         for frame, name in ((forecast, "forecast"), (history, "history"), (truth, "truth"))])
+    if forecast.empty:
+        raise DataError("forecast has no rows to plot. Fix: pass the frame Forecaster.predict() returns (a panel's: "
+                        "the rows of one of its series).")
     if forecast.index.has_duplicates:
         raise DataError(
             f"forecast repeats timestamps ({forecast.index[forecast.index.duplicated()][0]} first), as a panel's "

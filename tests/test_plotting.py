@@ -199,6 +199,12 @@ def test_forecast_figure_lists_no_history_of_no_rows():
     assert "history" not in lines_by_label(ax)
     assert "history" not in [text.get_text() for text in ax.get_legend().get_texts()]
 
+
+def test_forecast_figure_refuses_a_forecast_of_no_rows():
+    """A forecast of no rows (a panel's forecast filtered by an id it lacks) gave a figure of empty axes."""
+    with pytest.raises(DataError, match="no rows"):
+        plot_forecast(forecast_frame().iloc[:0], history=past_frame())
+
 def test_forecast_figure_refuses_a_panels_long_forecast():
     """A panel's forecast (rows of every series, an id column): one axis for the id and one line zig-zagging
     through the series."""
