@@ -786,7 +786,8 @@ class Predictor:
                 future = future[future[id_column] == series].drop(columns=id_column).set_index(date_column)
             past = self._history(df, rows if rows is not None else fitted.seq_len, series)
             truth = None
-            title = f"{self.model_name}: forecast of the next {fitted.pred_len} step{'s' if fitted.pred_len != 1 else ''}"
+            steps = "1 step" if fitted.pred_len == 1 else f"{fitted.pred_len} steps"
+            title = f"{self.model_name}: forecast of the next {steps}"
             if series is not None:
                 title += f" of series {series!r}"
         return plot_forecast(future, history=past, truth=truth, columns=columns, title=title)

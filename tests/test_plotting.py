@@ -162,7 +162,8 @@ def test_forecast_figure_shows_a_history_of_one_row():
         "history"].get_marker() in ("None", "", None)
 
 
-@pytest.mark.parametrize(("pred_len", "title"), [(1, "forecast of the next 1 step"), (3, "forecast of the next 3 steps")])
+@pytest.mark.parametrize(("pred_len", "title"),
+                         [(1, "forecast of the next 1 step"), (3, "forecast of the next 3 steps")])
 def test_a_forecasters_plot_titles_its_horizon(pred_len, title):
     """A one-step forecast was titled 'the next 1 steps'."""
     from forecast import Forecaster
