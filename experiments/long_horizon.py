@@ -39,6 +39,7 @@ PUBLISHED = (("informer", "Informer"), ("logsparse", "LogTrans"), ("naive", "Rep
              ("patchtst", "PatchTST"), ("itransformer", "iTransformer"))
 # Our Informer-class models, each with its published counterpart in PUBLISHED and a paper-size entry "<model>-paper".
 PAPER_MODELS = ("informer", "logsparse")
+IMPROVED_MODELS = ("dlinear", *PAPER_MODELS)  # the trained models of the improved recipe
 DATASETS = ("ETTh1", "ETTh2", "ETTm1", "ETTm2", "weather", "exchange_rate", "national_illness")
 _KEY = ["dataset", "features", "seq_len", "label_len", "pred_len", "model", "recipe", "options", "training", "data"]
 
@@ -105,17 +106,21 @@ def render(cells: pd.DataFrame, datasets: tuple[str, ...] = DATASETS, summaries:
     improved = get_recipe("improved")
     recipe = "; ".join(f"`{model}` {json.dumps(improved.options_for(model), sort_keys=True)}"
                        for model in ("informer", "logsparse"))
-    overrides: dict[str, set[str]] = {}  # the configured training beyond the recipe's, by the datasets it is on
-    trained = cells[cells.entry.isin(PAPER_MODELS)] if "training" in cells else pd.DataFrame(columns=["training"])
+    # The configured training beyond the recipe's: by the setting, the datasets it is on and the models it is for.
+    overrides: dict[str, tuple[set[str], set[str]]] = {}
+    trained = (cells[cells.entry.isin(IMPROVED_MODELS)] if "training" in cells
+               else pd.DataFrame(columns=["training"]))
     for row in trained[trained.training.notna()].itertuples():
         extra = {name: value for name, value in json.loads(row.training).items()
                  if improved.training.get(name) != value}
         if extra:
-            overrides.setdefault(json.dumps(extra, sort_keys=True), set()).add(row.dataset)
+            datasets_on, models = overrides.setdefault(json.dumps(extra, sort_keys=True), (set(), set()))
+            datasets_on.add(row.dataset)
+            models.add(row.entry)
     why = {"limit_train_batches": " (a share of the training windows each epoch, experiments/README.md)"}
-    also = "".join(f"; on {', '.join(sorted(names))} also {text}"
+    also = "".join(f"; on {', '.join(sorted(names))} also {text} for {', '.join(f'`{m}`' for m in sorted(models))}"
                    + "".join(note for name, note in why.items() if name in text)
-                   for text, names in sorted(overrides.items()))
+                   for text, (names, models) in sorted(overrides.items()))
     lines = ["MSE / MAE on the standardized scale, every test window; ours: mean over seeds (seed count). "
              "**Bold**: the cell's lowest MSE (equal to the 3 decimals shown: all bold, a tie). `informer`, `logsparse` and `dlinear` are the `improved` recipe "
              f"(forecast/recipes.py; model options {recipe}; training {json.dumps(dict(improved.training))}{also}): "

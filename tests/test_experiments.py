@@ -1292,9 +1292,14 @@ def test_long_horizon_intro_names_the_training_configured_beyond_the_recipe_and_
          "training": quarter},
         {"dataset": "ETTm1", "pred_len": 96, "entry": "DLinear (published)", "mse": 0.34, "mae": 0.4, "seeds": None,
          "training": None},
+        {"dataset": "national_illness", "pred_len": 24, "entry": "dlinear", "mse": 2.8, "mae": 1.1, "seeds": 1,
+         "training": json.dumps({**get_recipe("improved").training, "learning_rate": 0.1})},
     ])
-    text = script.render(cells, ("ETTh1", "ETTm1"), summaries=False)
-    assert '; on ETTm1 also {"limit_train_batches": 0.25} (a share of the training windows each epoch' in text
+    text = script.render(cells, ("ETTh1", "ETTm1", "national_illness"), summaries=False)
+    assert ('; on ETTm1 also {"limit_train_batches": 0.25} for `informer` (a share of the training windows each '
+            'epoch') in text
+    # DLinear's setting too, and for whom: its ILI learning rate was missing from the text (only ours were read)
+    assert '; on national_illness also {"learning_rate": 0.1} for `dlinear`' in text
     assert "ETTh1 also" not in text
 
 
