@@ -35,7 +35,7 @@ from forecast.checks import require_choice, require_int, require_levels
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
 from forecast.data.fitted import RECORDED_READING, FittedState
-from forecast.data.io import NAIVE, Table
+from forecast.data.io import NAIVE, Table, TimeSeries
 from forecast.data.panel import Panel
 from forecast.data.panel_state import comparable, static_changes
 from forecast.data.splits import SPLIT_NAMES
@@ -543,6 +543,20 @@ def window_batch(datamodule: WindowDataModule, window: int, split: str
     return {key: value.unsqueeze(0) for key, value in dataset[window].items()}, x_index, y_index
 
 
+def _observed_outputs(data: TimeSeries | Panel, n_outputs: int,
+                      series_id: Hashable | None) -> tuple[np.ndarray, pd.DatetimeIndex]:
+    """The output variables' values ``[T, C_out]`` of ``data`` (a panel: of series ``series_id``) and their dates,
+    NaN where fill_nan made a value up: a filled gap is drawn as a gap, as a window's truth is."""
+    if isinstance(data, Panel):
+        one = data[series_id]
+        values, dates = one.target[:, None], one.dates  # [T, 1]
+        filled = one.filled_target[:, None] if one.filled_target is not None else None
+    else:
+        values, dates = data.values[:, -n_outputs:], data.dates  # [T, C_out]
+        filled = data.filled[:, -n_outputs:] if data.filled is not None else None
+    return (values if filled is None else np.where(filled, np.nan, values)), dates
+
+
 def _last_rows(length: int, rows: int) -> slice:
     """The last ``rows`` of ``length`` rows (all of them at most; none for 0, where ``[-0:]`` would be all)."""
     return slice(length - min(rows, length), None)
@@ -722,15 +736,7 @@ class Predictor:
         fitted = self.fitted_state
         # Without df, the rows held since the fit, as the forecast is: a re-read file may have changed since.
         data = self.require_data("plot() without df").series if df is None else fitted.read(resolve_table(df))
-        if isinstance(data, Panel):
-            one = data[series_id]
-            values, dates = one.target[:, None], one.dates
-            filled = one.filled_target[:, None] if one.filled_target is not None else None
-        else:
-            values, dates = data.values[:, -len(fitted.output_columns):], data.dates
-            filled = data.filled[:, -len(fitted.output_columns):] if data.filled is not None else None
-        if filled is not None:  # a gap fill_nan filled is drawn as a gap, as a window's truth is: no observation
-            values = np.where(filled, np.nan, values)
+        values, dates = _observed_outputs(data, len(fitted.output_columns), series_id)
         last = _last_rows(len(dates), rows)
         return pd.DataFrame(values[last], index=dates[last], columns=self.output_columns)
 
