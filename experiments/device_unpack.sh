@@ -40,6 +40,12 @@ fi
 mkdir -p "$runs_dir"
 for run in "$unpacked"/runs/*/; do
   name=$(basename "$run")
+  # An archive cut exactly where a file starts ends without tar's error: the run it was packing lacks files
+  if [ ! -f "$run/model.pt" ] || [ ! -f "$run/config.json" ] || [ ! -f "$run/scaler.json" ]; then
+    echo "the runs archive ends early: $name lacks files, left out" >&2
+    rm -rf "$run"
+    continue
+  fi
   if [ -e "$runs_dir/$name" ]; then
     echo "kept $runs_dir/$name as it was"
   else

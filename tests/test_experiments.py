@@ -1367,6 +1367,8 @@ def test_device_unpack_keeps_the_whole_runs_of_an_archive_cut_short(tmp_path):
     for name, size in (("run-a", 1000), ("run-b", 400_000)):  # smallest first, as device_grid.sh packs them
         (pack / "runs" / name).mkdir(parents=True)
         (pack / "runs" / name / "model.pt").write_bytes(os.urandom(size))
+        for saved in ("config.json", "scaler.json"):  # a saved forecaster's three files, as device_grid.sh packs
+            (pack / "runs" / name / saved).write_text("{}")
     files = tmp_path / "files"
     files.mkdir()
     subprocess.run(["tar", "-czf", str(files / "results.tar.gz"), "-C", str(pack), "results"], check=True)
@@ -1382,3 +1384,40 @@ def test_device_unpack_keeps_the_whole_runs_of_an_archive_cut_short(tmp_path):
     assert "runs/run-b left out" in unpacked.stderr
     assert sorted(path.name for path in (tmp_path / "r").iterdir()) == ["run-a"]
     assert (tmp_path / "r" / "run-a" / "model.pt").stat().st_size == 1000
+
+
+def _cut_runs_archive(tmp_path, cut_at):
+    """device_grid.sh's results.tar.gz and runs.tar of five runs, run-a to run-e, in parts of 17 KiB (each run's
+    config.json, scaler.json then model.pt: 15 KiB a run, as tar's readdir order may put them); ``cut_at(parts)``
+    names the parts the device tool left out. Returns device_unpack.sh's result and the runs folder."""
+    pack = tmp_path / "pack"
+    (pack / "results").mkdir(parents=True)
+    names = [f"run-{letter}" for letter in "abcde"]
+    for name in names:
+        (pack / "runs" / name).mkdir(parents=True)
+        (pack / "runs" / name / "model.pt").write_bytes(os.urandom(12_800))  # 15 KiB a run with the 3 headers
+        for saved in ("config.json", "scaler.json"):
+            (pack / "runs" / name / saved).write_text("{}")
+    files = tmp_path / "files"
+    files.mkdir()
+    subprocess.run(["tar", "-czf", str(files / "results.tar.gz"), "-C", str(pack), "results"], check=True)
+    members = " ".join(f"runs/{name}/{saved}" for name in names for saved in ("config.json", "scaler.json", "model.pt"))
+    subprocess.run(f"tar -cf - -C {pack} {members} | split -b 17k -d - {files}/runs.tar.part-", shell=True,
+                   check=True)
+    for part in cut_at(sorted(files.glob("runs.tar.part-*"))):
+        part.unlink()
+    unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), str(files), str(tmp_path / "r")],
+                              env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True,
+                              timeout=300)
+    return unpacked, tmp_path / "r"
+
+
+def test_device_unpack_drops_a_run_cut_where_a_file_starts(tmp_path):
+    """Cut exactly at a member's header (split's parts are 512-byte aligned, as tar's members), tar exits 0: the
+    run it was packing came back without its model.pt and was kept as a saved forecaster."""
+    # the first 17 KiB part holds run-a and run-b's config.json and scaler.json: the cut is where its model.pt starts
+    unpacked, runs = _cut_runs_archive(tmp_path, lambda parts: parts[1:])
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert "run-b lacks files" in unpacked.stderr
+    assert sorted(path.name for path in runs.iterdir()) == ["run-a"]
+
