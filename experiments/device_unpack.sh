@@ -28,7 +28,11 @@ tar -xzf "$files_at/results.tar.gz" -C "$unpacked"
 for target in experiments/results ${results_dirs[@]+"${results_dirs[@]}"}; do
   "$PYTHON" experiments/merge_results.py "$unpacked/results" --into "$target"
 done
-parts=("$files_at"/runs.tar.part-*)
+parts=()
+for part in "$files_at"/runs.tar.part-*; do  # in order, up to the first one missing: the rest is past a gap
+  [ "$part" = "$files_at/runs.tar.part-$(printf %02d ${#parts[@]})" ] || break
+  parts+=("$part")
+done
 mkdir -p "$unpacked/runs"
 # A part the device tool left out ends the archive early (the ninth loan's, past its 64 MiB): the runs before the
 # cut are whole, and the one tar was writing is dropped (-v names each file as tar starts it).

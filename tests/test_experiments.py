@@ -1421,3 +1421,11 @@ def test_device_unpack_drops_a_run_cut_where_a_file_starts(tmp_path):
     assert "run-b lacks files" in unpacked.stderr
     assert sorted(path.name for path in runs.iterdir()) == ["run-a"]
 
+
+def test_device_unpack_reads_no_part_past_one_left_out(tmp_path):
+    """A middle part left out (the last, smaller one still fitting the device tool's 64 MiB): cat joined the parts
+    either side of the gap, so run-c's model.pt, begun before it, was completed with a later run's bytes, and tar
+    found the next header in step and exited 0: run-c was kept, its weights garbage."""
+    unpacked, runs = _cut_runs_archive(tmp_path, lambda parts: parts[2:3])
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert sorted(path.name for path in runs.iterdir()) == ["run-a", "run-b"]
