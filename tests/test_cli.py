@@ -421,6 +421,26 @@ def test_a_config_naming_the_default_split_a_run_was_fitted_with_is_its_run(work
     assert "--data.split ratio in the run, [0.3, 0.2, 0.5] in the config. Fix:" in capsys.readouterr().err
 
 
+def test_a_config_naming_the_protocol_a_registered_files_run_was_fitted_with_is_its_run(workdir, capsys):
+    """A CSV path that is byte for byte ETTh1.csv is fitted with the ett_hour split, but a run fitted without
+    --data.split was taken to have used ratio: ett_hour was refused as "another model", and ratio accepted (another
+    split's test windows scored as the run's)."""
+    import lzma
+
+    from forecast.datasets import EMBEDDED_DIR
+
+    (workdir / "ETTh1.csv").write_bytes(lzma.decompress((EMBEDDED_DIR / "ETTh1.csv.xz").read_bytes()))
+    config = {"model": {"name": "naive"}, "data": {"dataset": "ETTh1.csv", "features": "S", "seq_len": 8,
+                                                   "label_len": 4, "pred_len": 4}, "seed": 0}
+    (workdir / "naive.yaml").write_text(yaml.safe_dump(config))
+    assert main(["fit", "--config", "naive.yaml", "--run_dir", "run"]) == 0
+    capsys.readouterr()
+    base = ["--config", "naive.yaml", "--run_dir", "run"]
+    assert main(["validate", *base, "--data.split", "ett_hour"]) == 0
+    assert main(["validate", *base, "--data.split", "ratio"]) == 2
+    assert "--data.split ett_hour in the run, ratio in the config. Fix:" in capsys.readouterr().err
+
+
 def test_a_config_with_its_run_dir_scores_with_the_configs_loader_and_device_settings(workdir, capsys, monkeypatch):
     """`test --config tiny.yaml --run_dir run --data.eval_batch_size 7 --trainer.accelerator cpu` scored with the
     run's saved loader and device settings: those of the config, which name no other model, were silently
