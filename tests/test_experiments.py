@@ -1429,3 +1429,28 @@ def test_device_unpack_reads_no_part_past_one_left_out(tmp_path):
     unpacked, runs = _cut_runs_archive(tmp_path, lambda parts: parts[2:3])
     assert unpacked.returncode == 0, unpacked.stderr
     assert sorted(path.name for path in runs.iterdir()) == ["run-a", "run-b"]
+
+
+def test_device_unpack_drops_the_cut_run_of_a_folder_named_with_letters_tar_escapes(tmp_path):
+    """tar -v escapes a name's non-ASCII letters in the C locale (a run of a user's données.csv) and its
+    backslashes: the listing's last name was no folder, so the run tar was writing at the cut was kept, its
+    config.json and scaler.json whole and its model.pt cut short."""
+    pack = tmp_path / "pack"
+    (pack / "results").mkdir(parents=True)
+    run = pack / "runs" / "dataset=donn\u00e9es\\x@1_model=dlinear-0123456789"
+    run.mkdir(parents=True)
+    for saved in ("config.json", "scaler.json"):
+        (run / saved).write_text("{}")
+    (run / "model.pt").write_bytes(os.urandom(40_000))
+    files = tmp_path / "files"
+    files.mkdir()
+    subprocess.run(["tar", "-czf", str(files / "results.tar.gz"), "-C", str(pack), "results"], check=True)
+    members = " ".join(f"'runs/{run.name}/{saved}'" for saved in ("config.json", "scaler.json", "model.pt"))
+    subprocess.run(f"tar -cf - -C {pack} {members} | split -b 20k -d - {files}/runs.tar.part-", shell=True,
+                   check=True)
+    sorted(files.glob("runs.tar.part-*"))[-1].unlink()  # the cut: inside model.pt
+    unpacked = subprocess.run(["bash", str(ROOT / "experiments" / "device_unpack.sh"), str(files), str(tmp_path / "r")],
+                              env={**os.environ, "PYTHON": sys.executable, "LC_ALL": "C"}, capture_output=True,
+                              text=True, timeout=300)
+    assert unpacked.returncode == 0, unpacked.stderr
+    assert list((tmp_path / "r").iterdir()) == []
