@@ -37,7 +37,8 @@ mkdir -p "$unpacked/runs"
 # A part the device tool left out ends the archive early (the ninth loan's, past its 64 MiB): the runs before the
 # cut are whole, and the one tar was writing is dropped (-v names each file as tar starts it, as
 # written: tar's default escapes a backslash or, in the C locale, any non-ASCII letter of a folder's name).
-if [ ${#parts[@]} -gt 0 ] && ! cat "${parts[@]}" | tar -xv --quoting-style=literal -C "$unpacked" > "$unpacked/extracted" 2> /dev/null; then
+if [ ${#parts[@]} -gt 0 ] \
+  && ! cat "${parts[@]}" | tar -xv --quoting-style=literal -C "$unpacked" > "$unpacked/extracted" 2> /dev/null; then
   cut_run=$(tail -n 1 "$unpacked/extracted" | cut -d/ -f1-2)
   echo "the runs archive ends early (a part missing from $files_at): $cut_run left out" >&2
   [ -n "$cut_run" ] && rm -rf "${unpacked:?}/$cut_run"
