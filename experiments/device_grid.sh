@@ -84,7 +84,10 @@ for ((k = 0; k < WORKERS; k++)); do
 done
 # While they run, the rows so far are in $OUT every 15 s: the device tool returns what $OUT holds even when it
 # kills a call at its limit, which can come before BUDGET (the seventh loan's second call lost its rows so).
-( while sleep 15; do snapshot_results; done ) &
+# Stopped by the TERM below: bash runs the trap once the command in progress (a snapshot's tar, cp or mv) has
+# ended, and at once during the sleep (an interruptible wait), so no tar outlives the loop to race the last
+# snapshot below for the same files (a kill used to leave one running on its own).
+( trap 'exit 0' TERM; while :; do sleep 15 & wait $!; snapshot_results; done ) &
 snapshots=$!
 wait "${workers[@]}"
 kill "$snapshots" 2> /dev/null
