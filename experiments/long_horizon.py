@@ -106,21 +106,23 @@ def render(cells: pd.DataFrame, datasets: tuple[str, ...] = DATASETS, summaries:
     improved = get_recipe("improved")
     recipe = "; ".join(f"`{model}` {json.dumps(improved.options_for(model), sort_keys=True)}"
                        for model in ("informer", "logsparse"))
-    # The configured training beyond the recipe's: by the setting, the datasets it is on and the models it is for.
-    overrides: dict[str, tuple[set[str], set[str]]] = {}
+    # The configured training beyond the recipe's: each setting with the models it is for on each dataset, then
+    # the datasets where those models share it.
+    by_dataset: dict[tuple[str, str], set[str]] = {}
     trained = (cells[cells.entry.isin(IMPROVED_MODELS)] if "training" in cells
                else pd.DataFrame(columns=["training"]))
     for row in trained[trained.training.notna()].itertuples():
         extra = {name: value for name, value in json.loads(row.training).items()
                  if improved.training.get(name) != value}
         if extra:
-            datasets_on, models = overrides.setdefault(json.dumps(extra, sort_keys=True), (set(), set()))
-            datasets_on.add(row.dataset)
-            models.add(row.entry)
+            by_dataset.setdefault((json.dumps(extra, sort_keys=True), row.dataset), set()).add(row.entry)
+    overrides: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (text, dataset), models in by_dataset.items():
+        overrides.setdefault((text, tuple(sorted(models))), []).append(dataset)
     why = {"limit_train_batches": " (a share of the training windows each epoch, experiments/README.md)"}
-    also = "".join(f"; on {', '.join(sorted(names))} also {text} for {', '.join(f'`{m}`' for m in sorted(models))}"
+    also = "".join(f"; on {', '.join(sorted(names))} also {text} for {', '.join(f'`{m}`' for m in models)}"
                    + "".join(note for name, note in why.items() if name in text)
-                   for text, (names, models) in sorted(overrides.items()))
+                   for (text, models), names in sorted(overrides.items()))
     lines = ["MSE / MAE on the standardized scale, every test window; ours: mean over seeds (seed count). "
              "**Bold**: the cell's lowest MSE (equal to the 3 decimals shown: all bold, a tie). `informer`, `logsparse` and `dlinear` are the `improved` recipe "
              f"(forecast/recipes.py; model options {recipe}; training {json.dumps(dict(improved.training))}{also}): "

@@ -1294,8 +1294,12 @@ def test_long_horizon_intro_names_the_training_configured_beyond_the_recipe_and_
          "training": None},
         {"dataset": "national_illness", "pred_len": 24, "entry": "dlinear", "mse": 2.8, "mae": 1.1, "seeds": 1,
          "training": json.dumps({**get_recipe("improved").training, "learning_rate": 0.1})},
+        {"dataset": "ETTh2", "pred_len": 96, "entry": "informer", "mse": 0.3, "mae": 0.3, "seeds": 1,
+         "training": json.dumps({**get_recipe("improved").training, "learning_rate": 0.1})},
     ])
-    text = script.render(cells, ("ETTh1", "ETTm1", "national_illness"), summaries=False)
+    text = script.render(cells, ("ETTh1", "ETTh2", "ETTm1", "national_illness"), summaries=False)
+    # one setting for one model here and another there: never "on both, for both"
+    assert '; on ETTh2 also {"learning_rate": 0.1} for `informer`' in text
     assert ('; on ETTm1 also {"limit_train_batches": 0.25} for `informer` (a share of the training windows each '
             'epoch') in text
     # DLinear's setting too, and for whom: its ILI learning rate was missing from the text (only ours were read)
