@@ -249,11 +249,11 @@ def _require_same_model(config: RunConfig, wanted_forecaster: Forecaster, foreca
     # A run fitted without a split (None in its config.json) was split by its data's default, as fit splits it.
     fitted_split = forecaster.predictor.split
     if fitted_split is None:
-        from forecast.data.datamodule import _registered_file_info
+        from forecast.data.datamodule import default_split
 
         # A CSV path that is byte for byte a registered file is split by its protocol too, as fit splits it.
-        info = registered if registered is not None else _registered_file_info(Path(config.dataset).expanduser())
-        fitted_split = info.split if info is not None else "ratio"
+        panel = forecaster.predictor.fitted_state.panel is not None
+        fitted_split = default_split(os.path.expanduser(config.dataset), panel=panel)
     if config.split is not None and split_key(config.split) != split_key(fitted_split):
         differences.append(("data.split", split_key(fitted_split), split_key(config.split)))
     if differences:

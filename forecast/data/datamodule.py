@@ -152,6 +152,13 @@ def _registered_file_info(path: Path) -> registry.DatasetInfo | None:
     return info
 
 
+def default_split(data: Table, *, panel: bool = False) -> str:
+    """The split a fit given none uses for ``data``: a registered dataset's protocol (by its name, or a file or
+    frame that is byte for byte one), else 70/10/20 by rows, ``"ratio"``, as a panel's always is."""
+    info = None if panel else _resolve_source(data).info
+    return info.split if info is not None else "ratio"
+
+
 def _resolve_source(data: Table) -> _Source:
     """Where the data comes from and the registry entry whose protocol applies, if any."""
     if isinstance(data, pd.Series):
