@@ -567,6 +567,30 @@ def test_a_given_fitted_state_scales_other_data_without_refitting():
     assert make_module(other, fitted=dm.fitted).with_options(test_split="val").fitted is dm.fitted
 
 
+@pytest.mark.parametrize("reordered", [False, True], ids=["fitted", "given in another column order"])
+def test_the_truth_is_the_observed_outputs_and_nan_where_fill_nan_filled(reordered):
+    """Each split's truth rows: the output columns in original units in model order, NaN on each cell fill_nan made
+    up and only there, also for data whose columns come in another order than the fit's."""
+    gappy = make_frame()
+    gappy.loc[[150, 151], "a"] = np.nan  # val rows
+    gappy.loc[[170, 171, 172], "c"] = np.nan  # test rows
+    gappy.loc[185, "OT"] = np.nan
+    dm = make_module(gappy, fill_nan="ffill")
+    if reordered:
+        dm = make_module(gappy[gappy.columns[::-1]], fill_nan="ffill", fitted=dm.fitted)
+    assert dm.output_columns == ["a", "c", "OT"]
+    truth = gappy[dm.output_columns].to_numpy()  # [T, C_out], NaN where filled
+    for split in ("train", "val", "test"):
+        start, end = dm.borders[split]
+        ds = dm.dataset(split)
+        np.testing.assert_array_equal(ds.truth.numpy(), truth[start:end])
+        for index in range(len(ds)):
+            first = ds.window_start(index) + 12
+            np.testing.assert_array_equal(ds[index]["truth"].numpy(), truth[start + first:start + first + 4])
+    assert np.isfinite(dm.test_dataset.values.numpy()).all()  # the inputs are filled
+    assert np.isnan(dm.test_dataset.truth.numpy()).sum() == 6  # val's 2 in its lookback rows, and its own 4
+
+
 def test_checkpoints_hold_the_fitted_state_and_refuse_to_resume_on_other_data(tmp_path):
     from forecast.models import DataSpec, build_model
     from forecast.module import ForecastModule
