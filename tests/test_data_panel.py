@@ -281,6 +281,25 @@ def test_windows_are_cut_inside_each_series_and_cover_every_position_once():
         panel_windows(panel, borders, "holdout", seq_len, pred_len)
 
 
+def test_a_panels_truth_is_each_series_observed_target_and_nan_where_fill_nan_filled():
+    """Each split's truth: every series' target over its own split rows, back to back, NaN on the values fill_nan made
+    up and only there; the filled values still feed the windows' inputs."""
+    from forecast.data import WindowDataModule
+
+    frame = long_frame(lengths=(40, 30, 50), interleave=False)
+    frame.loc[frame.index[40 + 26], "y"] = np.nan  # s1's test rows
+    frame.loc[frame.index[70 + 10], "y"] = np.nan  # s2's train rows
+    frame.loc[frame.index[70 + 37], "y"] = np.nan  # s2's val rows
+    dm = WindowDataModule(frame, seq_len=4, label_len=2, pred_len=2, **ROLES, fill_nan="ffill")
+    for split in ("train", "val", "test"):
+        expected = np.concatenate([frame.loc[frame["unique_id"] == series.id, "y"].to_numpy()[
+            slice(*dm.borders[series.id][split])] for series in dm.panel.series])
+        ds = dm.dataset(split)
+        np.testing.assert_array_equal(ds.truth.numpy()[:, 0], expected)
+        assert np.isfinite(ds.values.numpy()).all()
+    assert np.isnan(dm.test_dataset.truth.numpy()).sum() == 2  # s1's, and s2's val row in its lookback rows
+
+
 def test_a_csv_panels_ids_are_read_as_written(tmp_path):
     """pandas read '007' as the number 7 (and '010' as 10), so a forecast renamed the series; 'NA' is an id too."""
     frame = long_frame().assign(unique_id=lambda f: f["unique_id"].map({"s0": "007", "s1": "NA", "s2": "010"}))
