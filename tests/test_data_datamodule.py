@@ -591,6 +591,16 @@ def test_the_truth_is_the_observed_outputs_and_nan_where_fill_nan_filled(reorder
     assert np.isnan(dm.test_dataset.truth.numpy()).sum() == 6  # val's 2 in its lookback rows, and its own 4
 
 
+@pytest.mark.parametrize("features", ["MS", "S"])
+def test_the_truth_is_the_target_alone_in_original_units_when_it_is_the_only_output(features):
+    frame = make_frame()
+    dm = make_module(frame, features=features)
+    assert dm.output_columns == ["OT"] and dm.c_out == 1
+    for split in ("train", "val", "test"):
+        start, end = dm.borders[split]
+        np.testing.assert_array_equal(dm.dataset(split).truth.numpy(), frame[["OT"]].to_numpy()[start:end])
+
+
 def test_checkpoints_hold_the_fitted_state_and_refuse_to_resume_on_other_data(tmp_path):
     from forecast.models import DataSpec, build_model
     from forecast.module import ForecastModule
