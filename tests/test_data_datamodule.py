@@ -601,6 +601,13 @@ def test_the_truth_is_the_target_alone_in_original_units_when_it_is_the_only_out
         np.testing.assert_array_equal(dm.dataset(split).truth.numpy(), frame[["OT"]].to_numpy()[start:end])
 
 
+def test_an_eval_split_with_as_many_windows_as_processes_gives_each_process_one():
+    from forecast.data.sampling import eval_sampler
+
+    shards = [list(eval_sampler(range(3), 3, rank, split="test")) for rank in range(3)]
+    assert shards == [[0], [1], [2]]
+
+
 def test_checkpoints_hold_the_fitted_state_and_refuse_to_resume_on_other_data(tmp_path):
     from forecast.models import DataSpec, build_model
     from forecast.module import ForecastModule
