@@ -239,6 +239,23 @@ def test_a_panels_future_batch_carries_each_series_last_label_len_inputs_then_un
     assert torch.isnan(batch["y"][:, label_len:]).all()
 
 
+def test_a_panels_future_batch_carries_each_series_last_known_rows_then_the_given_future_ones():
+    """x_known: the known covariates of each series' last seq_len rows; y_known: those of its last label_len rows,
+    then the future steps' as given, all on the fitted pooled scale."""
+    frame = store_panel()
+    dm = panel_module(frame)
+    seq_len, label_len, pred_len = WINDOWS["seq_len"], WINDOWS["label_len"], WINDOWS["pred_len"]
+    future = future_frame(frame, promo=0.0, pred_len=pred_len)
+    future["promo"] = np.arange(len(future)) % 3  # distinct steps
+    batch = dm.future_batch(future=future).batch
+    fit = dm.fitted.panel
+    for index, series in enumerate(dm.panel.series):
+        last = fit.scale_known(series.future[-seq_len:], "last rows")  # [L, K]
+        ahead = fit.scale_known(future.loc[future["store"] == series.id, ["promo"]].to_numpy(), "future")  # [P, K]
+        np.testing.assert_allclose(batch["x_known"][index].numpy(), last)
+        np.testing.assert_allclose(batch["y_known"][index].numpy(), np.concatenate([last[-label_len:], ahead]))
+
+
 def test_prediction_refuses_missing_future_covariates_by_series_and_step():
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
