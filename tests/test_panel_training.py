@@ -256,6 +256,22 @@ def test_a_panels_future_batch_carries_each_series_last_known_rows_then_the_give
         np.testing.assert_allclose(batch["y_known"][index].numpy(), np.concatenate([last[-label_len:], ahead]))
 
 
+def test_a_given_fit_scales_and_numbers_each_series_as_fitted_whatever_order_the_data_lists_them_in():
+    """A window's series is its fit position (the id embedding's row, the scale un-scaling takes), not the
+    series' place in the data given: the same windows, scaled alike, come out of the series in another order."""
+    frame = store_panel()
+    dm = panel_module(frame)
+    shuffled = pd.concat([frame[frame["store"] == store] for store in ("s2", "s0", "s1")], ignore_index=True)
+    given = panel_module(shuffled, fitted=dm.fitted)
+    assert [series.id for series in given.panel.series] == ["s2", "s0", "s1"]
+    for split in ("train", "val", "test"):
+        def windows(module):
+            dataset = module.dataset(split)
+            return sorted((int(item["series"]), item["x"].numpy().tobytes(), item["truth"].numpy().tobytes())
+                          for item in (dataset[index] for index in range(len(dataset))))
+        assert windows(given) == windows(dm)
+
+
 def test_prediction_refuses_missing_future_covariates_by_series_and_step():
     frame = store_panel()
     fc = Forecaster("naive", **WINDOWS, progress=False).fit(frame, date_column="date", **ROLES)
