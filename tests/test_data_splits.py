@@ -165,6 +165,15 @@ def test_date_borders_take_the_series_time_zone():
         split_borders(100, 7, 3, ("2021-03-02T05:00+00:00", "2021-03-22T04:00+00:00"), dates=zoned.tz_localize(None))
 
 
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Tokyo"])
+def test_date_borders_without_a_zone_are_on_the_series_wall_clock_at_an_hourly_frequency(zone):
+    """Daily rows cannot tell a border read in UTC from one read on the series' clock: hourly ones can."""
+    zoned = pd.date_range("2021-01-01", periods=24 * 6, freq="h", tz=zone)
+    borders = split_borders(len(zoned), 6, 2, ("2021-01-03", "2021-01-04 12:00"), dates=zoned)
+    assert borders == split_borders(len(zoned), 6, 2, (48, 84, 24 * 6))
+    assert zoned[borders["val"][0] + 6] == pd.Timestamp("2021-01-03", tz=zone)  # val's first owned row
+
+
 @pytest.mark.parametrize(
     ("borders", "message"),
     [(("2020-06-01", "2021-03-01"), "no train rows"), (("2021-02-01", "2021-06-01"), "no test rows"),
