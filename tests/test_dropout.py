@@ -64,6 +64,20 @@ def test_masks_are_independent_across_elements_and_calls(p):
     assert within(column_rates.max().item(), keep, 1000, sigmas=6)
 
 
+@pytest.mark.parametrize("p", [0.05, 0.3])  # the gaps' draw and the uniforms' (GAP_DRAWS_BELOW)
+def test_masks_of_a_many_dimensional_input_are_independent_along_every_dimension(p):
+    # Kills a mask drawn for the last dimension only and broadcast over the others (a 1-D input cannot tell).
+    torch.manual_seed(2)
+    keep = 1 - p
+    kept = apply_dropout(torch.ones(40, 50, 60), p, True) != 0  # [B, L, D]-like
+    n = kept.numel()
+    assert within(kept.double().mean().item(), keep, n)
+    for dim in range(kept.dim()):
+        length = kept.shape[dim]
+        both = (kept.narrow(dim, 0, length - 1) & kept.narrow(dim, 1, length - 1)).double().mean().item()
+        assert within(both, keep**2, n * (length - 1) // length), f"masks of neighbours along dim {dim} are related"
+
+
 def test_the_gradient_is_the_mask_times_the_scale():
     torch.manual_seed(2)
     x = torch.randn(64, 32, requires_grad=True)
