@@ -7,6 +7,7 @@ queries, dense masks) so that they can disagree with the fast paths.
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 import torch
@@ -209,6 +210,27 @@ def test_key_sample_is_within_what_each_query_may_see(causal: bool, query_len: i
     else:
         assert bool(valid.all())
     assert sample.all_valid == bool(sample.valid.all())  # read on the CPU as it is drawn
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_sampled_blocks_draws_are_uniform_over_every_key_its_last_query_may_see(causal: bool) -> None:
+    """Kills a draw that never reaches the block's last visible key (``uniform * (range - 1)``): the within-
+    check above still passes, since a narrower sample is still inside what each query may see."""
+    query_len, key_len, size, draws = 32, 32, 4, 400
+    generator = torch.Generator().manual_seed(3)
+    counts = torch.zeros(query_len // size, key_len)  # [n_blocks, S]: how often each block drew each key
+    for _ in range(draws):
+        sample = draw_key_sample(query_len, key_len, size, causal=causal, generator=generator)
+        counts.scatter_add_(1, sample.indices, torch.ones(sample.indices.shape))
+    for block, row in enumerate(counts):
+        visible = (block + 1) * size if causal else key_len  # keys the block's last query may see
+        if visible <= size:
+            continue  # enumerated exactly, not drawn
+        assert int(row[visible:].sum()) == 0
+        n = draws * size
+        frequency = row[:visible] / n
+        bound = 5 * math.sqrt((1 / visible) * (1 - 1 / visible) / n)
+        assert float((frequency - 1 / visible).abs().max()) <= bound, f"block {block} draws keys unevenly"
 
 
 def test_key_sample_enumerates_all_keys_when_the_sample_is_large() -> None:
