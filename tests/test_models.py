@@ -753,3 +753,20 @@ def test_correction_terms_leave_unobserved_cells_out_of_every_term():
     torch.testing.assert_close(square, kept.square().sum(dim=(1, 2)))
     observed = (y[:, s.label_len:s.label_len + 3] - center[:, :3]).double()  # [B, 3, 1]: the steps with a truth
     torch.testing.assert_close(cross, (kept * observed).sum(dim=(1, 2)))
+
+
+@pytest.mark.parametrize("padding_mode", ["circular", "replicate", "zeros"])
+def test_the_distilling_layer_pads_its_convolution_with_the_configured_mode(padding_mode):
+    """Conv (padded by one step each side in ``padding_mode``), BatchNorm, ELU, max-pool with stride 2: kills a
+    distilling convolution that ignores ``padding_mode`` (the circular default's wrap-around would stay)."""
+    from forecast.layers.blocks import DistillingLayer
+
+    torch.manual_seed(0)
+    layer = DistillingLayer(16, padding_mode).eval()
+    x = torch.randn(2, 32, 16)  # [B, L, D]
+    padded = F.pad(x.transpose(1, 2), (1, 1), mode="constant" if padding_mode == "zeros" else padding_mode)
+    expected = F.conv1d(padded, layer.conv.weight, layer.conv.bias)  # [B, D, L]
+    expected = F.max_pool1d(F.elu(layer.norm(expected)), kernel_size=3, stride=2, padding=1).transpose(1, 2)
+    out = layer(x)
+    assert out.shape == (2, 16, 16)
+    torch.testing.assert_close(out, expected)
