@@ -618,3 +618,15 @@ def test_individual_dlinear_has_its_own_maps_per_variable():
 def test_dlinear_kernel_must_be_odd():
     with pytest.raises(ConfigError, match="odd"):
         DLinearConfig(kernel_size=24)
+
+
+@pytest.mark.parametrize("length", [8, 9, 10, 20])
+def test_positional_embedding_extends_its_table_for_any_longer_sequence(length):
+    """Kills an extension that waits one step too long (``length > table + 1``): a sequence exactly one step
+    longer than the cached table got one row too few."""
+    from forecast.layers.embedding import PositionalEmbedding, sinusoidal_table
+
+    embedding = PositionalEmbedding(16, initial_length=8)
+    out = embedding(torch.zeros(2, length, 16))
+    assert out.shape == (1, length, 16)
+    torch.testing.assert_close(out[0], sinusoidal_table(length, 16))
