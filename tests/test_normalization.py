@@ -630,3 +630,20 @@ def test_positional_embedding_extends_its_table_for_any_longer_sequence(length):
     out = embedding(torch.zeros(2, length, 16))
     assert out.shape == (1, length, 16)
     torch.testing.assert_close(out[0], sinusoidal_table(length, 16))
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_a_scale_maps_back_as_the_spread_denormalize_gives_the_last_variables(affine):
+    """``denormalize(m + s) - denormalize(m) == denormalize_scale(s)`` for the last C_out of C_in variables
+    (positive slope): kills a scale mapped back with the first C_out variables' standard deviations."""
+    torch.manual_seed(0)
+    revin = ReversibleInstanceNorm(3, affine=affine)
+    if affine:
+        with torch.no_grad():
+            revin.weight.copy_(torch.tensor([0.5, 2.0, 1.5]))
+            revin.bias.copy_(torch.tensor([0.1, -0.3, 0.2]))
+    x = torch.randn(2, 32, 3) * torch.tensor([1.0, 10.0, 100.0]) + torch.tensor([5.0, -3.0, 40.0])
+    stats = revin.statistics(x)
+    mean, scale = torch.randn(2, 4, 2), torch.rand(2, 4, 2) + 0.1  # the last 2 variables' [B, P, C_out]
+    spread = revin.denormalize(mean + scale, stats) - revin.denormalize(mean, stats)
+    torch.testing.assert_close(revin.denormalize_scale(scale, stats), spread, rtol=1e-4, atol=1e-4)
