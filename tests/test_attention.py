@@ -731,3 +731,19 @@ def test_build_attention_names_the_valid_choices() -> None:
         build_attention("prob", causal=False, dropout=0.0, mix=True)
     with pytest.raises(ConfigError, match="factor"):
         build_attention("full", causal=False, dropout=0.0, factor=5)
+
+
+def test_multi_head_attention_drops_out_the_output_projections_result() -> None:
+    """Dropout acts after the output projection (exact zeros at rate p, survivors scaled by 1 / (1 - p)): kills
+    dropout moved before the projection, which keeps the rate but leaves no output element zero."""
+    torch.manual_seed(0)
+    p = 0.3
+    mha = MultiHeadAttention(FullAttention(), d_model=16, n_heads=2, dropout=p)
+    x = torch.randn(8, 32, 16)
+    expected = mha.eval()(x, x, x)
+    torch.manual_seed(1)
+    out = mha.train()(x, x, x)
+    dropped = out == 0
+    n = out.numel()
+    assert abs(dropped.double().mean().item() - p) <= 5 * (p * (1 - p) / n) ** 0.5
+    torch.testing.assert_close(out[~dropped], expected[~dropped] / (1 - p))
