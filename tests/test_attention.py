@@ -747,3 +747,25 @@ def test_multi_head_attention_drops_out_the_output_projections_result() -> None:
     n = out.numel()
     assert abs(dropped.double().mean().item() - p) <= 5 * (p * (1 - p) / n) ** 0.5
     torch.testing.assert_close(out[~dropped], expected[~dropped] / (1 - p))
+
+
+def test_the_kv_cache_drops_out_the_newest_querys_attention_in_training() -> None:
+    """A cached step in training mode applies the attention's dropout (as the uncached pass does): kills a cache
+    that always attends as in eval mode."""
+    from forecast.layers.blocks import PreNormCausalBlock
+    from forecast.layers.decoding import KeyValueCache
+
+    def step(attention_dropout: float, seed: int) -> torch.Tensor:
+        torch.manual_seed(0)
+        attention = MultiHeadAttention(LogSparseAttention(dropout=attention_dropout), d_model=16, n_heads=2)
+        blocks = [PreNormCausalBlock(attention, 16, 32, dropout=0.0)]
+        cache = KeyValueCache(blocks, lambda position: logsparse_offsets(position + 1))
+        hidden = torch.randn(2, 32, 16)
+        blocks[0].eval()
+        cache.prefill(hidden[:, :31])
+        blocks[0].train()
+        torch.manual_seed(seed)
+        return cache.step(hidden[:, 31], 31)
+
+    torch.testing.assert_close(step(0.0, 1), step(0.0, 2))  # nothing else random
+    assert not torch.allclose(step(0.5, 1), step(0.5, 2)), "the newest query's attention was not dropped out"
