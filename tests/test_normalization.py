@@ -93,6 +93,17 @@ def test_a_constant_window_normalizes_to_zeros_not_nan():
     assert torch.equal(norm.denormalize(torch.zeros(1, 4, 2), stats), torch.full((1, 4, 2), 7.0))
 
 
+def test_a_window_is_scaled_by_its_population_spread_with_epsilon():
+    """RevIN's spread is the window's population standard deviation (divisor L, as the paper's), with epsilon
+    inside the root: a mutation to the unbiased (L - 1) variance survived every RevIN test (helper 76)."""
+    norm = ReversibleInstanceNorm(2, eps=1e-5)
+    x = torch.tensor([[[1.0, -2.0], [3.0, 0.0], [8.0, 4.0], [0.0, 2.0]]], dtype=torch.float64)  # [1, L=4, C=2]
+    stats = norm.statistics(x)
+    centred = x - x.mean(dim=1, keepdim=True)
+    expected = torch.sqrt((centred**2).sum(dim=1, keepdim=True) / 4 + 1e-5)
+    torch.testing.assert_close(stats.std, expected)
+
+
 def test_the_gaussian_scale_maps_with_the_absolute_slope():
     norm = ReversibleInstanceNorm(2, affine=True)
     with torch.no_grad():
