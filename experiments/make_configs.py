@@ -67,8 +67,9 @@ SEASONS = {"ETTh1": 24, "ETTh2": 24, "ETTm1": 96, "ETTm2": 96, "exchange_rate": 
 CPU_EPOCH_SHARE = {"ETTm1": 0.25, "ETTm2": 0.25, "weather": 0.25}
 # The improved recipe's learning rate (1e-3, halved every epoch) where the validation windows chose another:
 # national_illness's 581-617 training windows make 19-20 steps an epoch, and at 1e-3 the best epoch was the tenth
-# and last in DLinear's four cells, LogSparse's three and Informer's one. Chosen per model by the mean validation MSE of the four horizons, seed 0
-# (experiments/README.md, "national_illness's learning rate"); the DLinear paper trains it at 0.05.
+# and last in DLinear's four cells, LogSparse's three and Informer's one. Chosen per model by the mean validation
+# MSE of the four horizons, seed 0 (experiments/README.md, "national_illness's learning rate"); the DLinear paper
+# trains it at 0.05.
 LEARNING_RATES = {("national_illness", "dlinear"): 0.1, ("national_illness", "informer"): 0.01,
                   ("national_illness", "logsparse"): 0.01}
 

@@ -18,10 +18,10 @@ from datetime import tzinfo
 from typing import Any
 
 import matplotlib.dates as mdates
-from matplotlib import colormaps
 import numpy as np
 import pandas as pd
 import torch
+from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
