@@ -769,3 +769,14 @@ def test_the_kv_cache_drops_out_the_newest_querys_attention_in_training() -> Non
 
     torch.testing.assert_close(step(0.0, 1), step(0.0, 2))  # nothing else random
     assert not torch.allclose(step(0.5, 1), step(0.5, 2)), "the newest query's attention was not dropped out"
+
+
+def test_masked_prob_sparse_fills_lazy_queries_with_a_mean_by_default() -> None:
+    """docs/pitfalls.md: the original masked ProbSparse gives lazy queries ``cumsum(V)``, a sum that grows with
+    position. By default each lazy query gets the mean of the values it may see: with every value 1, every output
+    is 1 (``cumsum`` would give position + 1)."""
+    q, k, _ = _qkv(2, 40, 40, 2, 4, seed=5)
+    v = torch.ones(2, 40, 2, 4, dtype=q.dtype)
+    module = ProbSparseAttention(factor=1, causal=True, seed=3).eval()
+    assert module.selected_count(40) < 40  # some queries are lazy
+    torch.testing.assert_close(module(q, k, v), torch.ones_like(v))
