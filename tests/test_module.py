@@ -435,3 +435,20 @@ def test_values_fill_nan_made_up_are_no_truth_to_calibrate_on(name, options):
         factors = [seeded(model.calibrate_scale, [batch]) for batch in (marked, changed, observed_changed)]
         assert factors[0] == pytest.approx(factors[1], rel=1e-6)
         assert factors[0] != pytest.approx(factors[2], rel=1e-3)
+
+
+def test_validation_and_testing_run_without_gradients():
+    """docs/pitfalls.md: the original code validates and tests without ``no_grad``. Here the model's forward builds
+    no graph outside training: every validation and test forward runs with gradients off."""
+    dm = datamodule("M", batch_size=16)
+    torch.manual_seed(0)
+    model = build_model("dlinear", DataSpec.from_fitted(dm.fitted), **OPTIONS["dlinear"])
+    module = ForecastModule(model, learning_rate=1e-3)
+    grad_modes: list[tuple[bool, bool]] = []  # (training, gradients enabled) of each forward
+    model.register_forward_pre_hook(lambda m, _: grad_modes.append((m.training, torch.is_grad_enabled())))
+    run = trainer(limit_train_batches=2, limit_val_batches=2, limit_test_batches=2)
+    with lightning_warnings():
+        run.fit(module, datamodule=dm)
+        run.test(module, datamodule=dm, verbose=False)
+    assert (True, True) in grad_modes  # the training steps did run, with gradients
+    assert {enabled for training, enabled in grad_modes if not training} == {False}
