@@ -780,3 +780,28 @@ def test_masked_prob_sparse_fills_lazy_queries_with_a_mean_by_default() -> None:
     module = ProbSparseAttention(factor=1, causal=True, seed=3).eval()
     assert module.selected_count(40) < 40  # some queries are lazy
     torch.testing.assert_close(module(q, k, v), torch.ones_like(v))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_prob_sparse_never_copies_the_sampled_keys_per_query(causal: bool) -> None:
+    """docs/pitfalls.md: the original copies the sampled keys per query, a ``[B, H, L, U, E]`` tensor that is most
+    of its peak memory. No tensor the forward pass here allocates holds a tenth of its bytes."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class LargestTensor(TorchDispatchMode):
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for tensor in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(tensor, torch.Tensor):
+                    self.largest = max(self.largest, tensor.untyped_storage().nbytes())  # views: their base's
+            return out
+
+    length, head_dim = 1024, 32
+    q, k, v = _qkv(1, length, length, 1, head_dim, dtype=torch.float32)
+    module = ProbSparseAttention(factor=5, causal=causal, seed=1).eval()
+    copied = length * module.sample_size(length) * head_dim * 4  # bytes of float32 [B, H, L, U, E], B = H = 1
+    with torch.no_grad(), LargestTensor() as mode:
+        module(q, k, v)
+    assert 0 < mode.largest < copied / 10
