@@ -782,10 +782,8 @@ def test_masked_prob_sparse_fills_lazy_queries_with_a_mean_by_default() -> None:
     torch.testing.assert_close(module(q, k, v), torch.ones_like(v))
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_prob_sparse_never_copies_the_sampled_keys_per_query(causal: bool) -> None:
-    """docs/pitfalls.md: the original copies the sampled keys per query, a ``[B, H, L, U, E]`` tensor that is most
-    of its peak memory. No tensor the forward pass here allocates holds a tenth of its bytes."""
+def _largest_allocation(module: nn.Module, *inputs: torch.Tensor) -> int:
+    """Bytes of the largest storage an op of ``module``'s forward returns (a view counts its base's)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class LargestTensor(TorchDispatchMode):
@@ -795,13 +793,28 @@ def test_prob_sparse_never_copies_the_sampled_keys_per_query(causal: bool) -> No
             out = func(*args, **(kwargs or {}))
             for tensor in out if isinstance(out, (tuple, list)) else (out,):
                 if isinstance(tensor, torch.Tensor):
-                    self.largest = max(self.largest, tensor.untyped_storage().nbytes())  # views: their base's
+                    self.largest = max(self.largest, tensor.untyped_storage().nbytes())
             return out
 
+    with torch.no_grad(), LargestTensor() as mode:
+        module(*inputs)
+    return mode.largest
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_prob_sparse_never_copies_the_sampled_keys_per_query(causal: bool) -> None:
+    """docs/pitfalls.md: the original copies the sampled keys per query, a ``[B, H, L, U, E]`` tensor that is most
+    of its peak memory. No tensor the forward pass here allocates holds a tenth of its bytes."""
     length, head_dim = 1024, 32
     q, k, v = _qkv(1, length, length, 1, head_dim, dtype=torch.float32)
     module = ProbSparseAttention(factor=5, causal=causal, seed=1).eval()
     copied = length * module.sample_size(length) * head_dim * 4  # bytes of float32 [B, H, L, U, E], B = H = 1
-    with torch.no_grad(), LargestTensor() as mode:
-        module(q, k, v)
-    assert 0 < mode.largest < copied / 10
+    assert 0 < _largest_allocation(module, q, k, v) < copied / 10
+
+
+def test_logsparse_never_builds_a_dense_score_or_mask_matrix() -> None:
+    """docs/pitfalls.md: the public LogSparse builds a dense L x L mask and adds it to full scores, saving no memory.
+    Here no tensor of the forward pass holds a tenth of an L x L float32 matrix."""
+    length = 2048
+    q, k, v = _qkv(1, length, length, 1, 8, dtype=torch.float32)
+    assert 0 < _largest_allocation(LogSparseAttention().eval(), q, k, v) < length * length * 4 / 10
