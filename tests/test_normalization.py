@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecast.data import WindowDataModule
-from forecast.data.fitted import FittedState, persistence
-from forecast.data.scaling import persistence_sums
+from forecast.data.fitted import FittedState
+from forecast.data.scaling import persistence, persistence_sums
 from forecast.errors import ConfigError
 from forecast.layers.normalization import ReversibleInstanceNorm
 from forecast.models import DataSpec, DLinear, DLinearConfig, build_model

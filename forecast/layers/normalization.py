@@ -14,8 +14,8 @@ With ``center="learned"`` it is a learned per-variable point between the two,
 (experiments/README.md), and one model should not need a choice per dataset. ``center="persistence"``
 is the same learned point started where the training windows put it (``start``: per variable, the
 least-squares share of the last value's offset that persists over the horizon,
-:func:`forecast.data.fitted.persistence`), since a weak gradient (an exchange rate's) moves it little. Output variables are the last ``C_out``
-inputs (the package's variable order), so un-normalizing reads the last ``C_out``
+:func:`forecast.data.scaling.persistence`), since a weak gradient (an exchange rate's) moves it little. Output
+variables are the last ``C_out`` inputs (the package's variable order), so un-normalizing reads the last ``C_out``
 statistics. The inverse is the exact inverse of the forward map; a Gaussian's scale
 maps with the absolute slope, and quantiles are taken after un-normalizing (a negative
 learned weight would otherwise swap them).

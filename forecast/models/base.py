@@ -37,7 +37,7 @@ class DataSpec:
     time_feature_sizes: tuple[int, ...] | None = None
     season: int | None = None  # steps in the data's natural cycle, when known (DataSpec.from_fitted)
     # Per input variable, how much of a window's last offset persists over the horizon in the training
-    # windows (forecast.data.fitted.persistence): where the ``persistence`` RevIN centre starts.
+    # windows (forecast.data.scaling.persistence): where the ``persistence`` RevIN centre starts.
     persistence: tuple[float, ...] | None = None
     # A panel's (forecast.data.panel): K known covariates, the series the id embedding has rows for
     # (0: no id embedding) and the codes of each static covariate.
