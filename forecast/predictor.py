@@ -34,7 +34,7 @@ from forecast import datasets as registry
 from forecast.checks import require_choice, require_int, require_levels
 from forecast.data import FutureBatch, WindowDataModule
 from forecast.data.datamodule import require_table
-from forecast.data.fitted import RECORDED_READING, FittedState
+from forecast.data.fitted import FittedState, as_recorded
 from forecast.data.io import NAIVE, Table, TimeSeries
 from forecast.data.panel import Panel
 from forecast.data.panel_state import comparable, static_changes
@@ -493,9 +493,7 @@ def _same_data(run_dir: Path, stored: Mapping[str, Any], saved: tuple[dict[str, 
     fitted = saved[0]
     options = stored.get("fitted", {}).get("prepare_options") if isinstance(stored.get("fitted"), Mapping) else None
     if isinstance(options, Mapping) and isinstance(fitted.get("prepare_options"), Mapping):
-        # A run saved before the fit kept how it read its timestamps lacks those keys: its data was read alike.
-        fitted = {**fitted, "prepare_options": {key: value for key, value in fitted["prepare_options"].items()
-                                                if key in options or key not in RECORDED_READING}}
+        fitted = {**fitted, "prepare_options": as_recorded(fitted["prepare_options"], options)}
     if (stored.get("fitted"), scaling) != (fitted, comparable(saved[1], scaling)):
         differing = static_changes(scaling, saved[1]) or (
             "its data's name, frequency, windows or the scaling of its training rows differ")

@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader
 from forecast import datasets as registry
 from forecast.data.config import DataConfig
 from forecast.data.dataset import WindowDataset
-from forecast.data.fitted import RECORDED_READING, FittedState, FutureBatch
+from forecast.data.fitted import RECORDED_READING, FittedState, FutureBatch, as_recorded
 from forecast.data.io import DATAFRAME_SOURCE, Table, TimeSeries, prepare_series, zone_name
 from forecast.data.panel import Panel, panel_borders, panel_windows, prepare_panel
 from forecast.data.panel_state import comparable, static_changes
@@ -47,6 +47,12 @@ class _Source:
     def label(self) -> str:
         """Registered name, file stem, or ``'<DataFrame>'``."""
         return self.info.name if self.info is not None else self.name
+
+    @property
+    def default_split(self) -> str:
+        """The split a wide table from here gets when none is given: a registered dataset's protocol, else 70/10/20
+        by rows."""
+        return self.info.split if self.info is not None else "ratio"
 
 
 @dataclass(frozen=True)
@@ -155,8 +161,7 @@ def _registered_file_info(path: Path) -> registry.DatasetInfo | None:
 def default_split(data: Table, *, panel: bool = False) -> str:
     """The split a fit given none uses for ``data``: a registered dataset's protocol (by its name, or a file or
     frame that is byte for byte one), else 70/10/20 by rows, ``"ratio"``, as a panel's always is."""
-    info = None if panel else _resolve_source(data).info
-    return info.split if info is not None else "ratio"
+    return "ratio" if panel else _resolve_source(data).default_split
 
 
 def _resolve_source(data: Table) -> _Source:
@@ -218,7 +223,7 @@ def _prepare_table(source: _Source, cfg: DataConfig, given: FittedState | None) 
                             fitted_columns=given.input_columns if given is not None else None)
     if given is not None:
         series = given.select(series)
-    split_spec = cfg.split if cfg.split is not None else (info.split if info is not None else "ratio")
+    split_spec = cfg.split if cfg.split is not None else source.default_split
     split_protocol, _ = resolve_split(split_spec)
     # The split as asked for, not as resolved: its messages name the protocol ('ett_hour'), not its kind ('rows').
     borders = split_borders(series.n_rows, cfg.seq_len, cfg.pred_len, split_spec, source=series.source,
@@ -322,9 +327,7 @@ def _check_resumed_state(state_dict: dict[str, Any], prepared: _Prepared) -> Non
     """DataError unless a checkpoint's data state ``state_dict`` is the one ``prepared`` was scaled with."""
     saved = FittedState.from_state_dict(state_dict)
     mine = prepared.fitted.state_dict()
-    for key in RECORDED_READING:  # a checkpoint written before the fit kept it: its data was read alike
-        if key not in saved.prepare_options:
-            mine["fitted"]["prepare_options"].pop(key, None)
+    mine["fitted"]["prepare_options"] = as_recorded(mine["fitted"]["prepare_options"], saved.prepare_options)
     mine = comparable(mine, state_dict)
     if saved.state_dict() != mine:
         # The codes a model learned for a series' static covariates would stand for other values: name them.

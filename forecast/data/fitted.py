@@ -33,6 +33,12 @@ __all__ = ["FittedState", "FutureBatch", "fit_scaler", "standardize"]
 # before one was kept lacks its key, and new rows are read as they come, as they were then.
 RECORDED_READING = ("date_format", "time_zone")
 
+
+def as_recorded(options: Mapping[str, Any], recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """A fit's ``prepare_options`` as a state that ``recorded`` them would hold them: without the
+    :data:`RECORDED_READING` keys it lacks (saved before they were kept, its data was read alike)."""
+    return {key: value for key, value in options.items() if key in recorded or key not in RECORDED_READING}
+
 ArrayOrTensor = TypeVar("ArrayOrTensor", np.ndarray, torch.Tensor)
 
 
